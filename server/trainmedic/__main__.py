@@ -1,0 +1,5 @@
+"""`python -m trainmedic` is the `trainmedic` command."""
+
+from trainmedic.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,346 @@
+"""The rule catalogue: typed rules, loaded from the bundled compiled JSON or from YAML packs.
+
+A YAML pack is validated against the published JSON Schema and a few checks the schema cannot
+express (the regular expressions compile, `monitor` and `where` name real things, the file sits
+where its id and category say). An invalid file fails with one line: file, line and field.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from trainmedic.model import Role
+from trainmedic.regex_safety import check_pattern
+
+SCHEMA_RESOURCE = "rule.schema.json"
+CATALOGUE_RESOURCE = "catalogue.json"
+
+_OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "==": operator.eq, "!=": operator.ne,
+}
+_WHERE = re.compile(r"^([a-z_][a-z0-9_]*) *(<=|>=|==|!=|<|>) *([a-z_][a-z0-9_]*|[0-9.eE+-]+)$")
+_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([KMGTP]i?B|B|bytes)?\s*$")
+_UNIT = {"B": 1, "bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+         "PiB": 1 << 50, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
+
+
+class RuleError(Exception):
+    """A rule file that cannot be used; `str()` is the one line a user sees."""
+
+    def __init__(self, path: str, line: int | None, field_name: str, reason: str) -> None:
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {field_name}: {reason}")
+        self.path, self.line, self.field_name, self.reason = path, line, field_name, reason
+
+
+def quantity(text: str) -> float | None:
+    """A number, or a size such as `3.87 GiB` in bytes; None when the text is neither."""
+    match = _QUANTITY.match(text)
+    if not match:
+        return None
+    return float(match.group(1)) * _UNIT.get(match.group(2) or "B", 1)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """`left op right` over a fingerprint's named groups (or a number on the right)."""
+
+    left: str
+    op: str
+    right: str
+
+    @classmethod
+    def parse(cls, text: str) -> Condition:
+        match = _WHERE.match(text.strip())
+        if not match:
+            raise ValueError(f"not a comparison: {text!r}")
+        return cls(*match.groups())
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.left,) + ((self.right,) if self.right[0].isalpha() or self.right[0] == "_"
+                               else ())
+
+    def holds(self, groups: Mapping[str, str | None]) -> bool:
+        left = groups.get(self.left)
+        right = groups.get(self.right) if self.right in self.names[1:] else self.right
+        a = quantity(left) if left else None
+        b = quantity(right) if right else None
+        return a is not None and b is not None and _OPERATORS[self.op](a, b)
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    name: str
+    pattern: str
+    weight: float
+    ignore_case: bool = False
+    min_count: int = 1
+    where: Condition | None = None
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, re.MULTILINE | (re.IGNORECASE if self.ignore_case else 0))
+
+
+@dataclass(frozen=True)
+class Example:
+    text: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Reference:
+    title: str
+    url: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    category: str
+    role: Role
+    summary: str
+    symptoms: tuple[str, ...]
+    causes: tuple[str, ...]
+    fix: str
+    prevention: tuple[str, ...]
+    verify_command: str
+    verify_explains: str
+    affected_systems: tuple[str, ...]
+    fingerprints: tuple[Fingerprint, ...]
+    monitor: str
+    examples_match: tuple[Example, ...]
+    examples_no_match: tuple[Example, ...]
+    tags: tuple[str, ...] = ()
+    related: tuple[str, ...] = ()
+    references: tuple[Reference, ...] = ()
+    outranks: tuple[str, ...] = ()
+    threshold: float = 0.5
+    source: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "") -> Rule:
+        return cls(
+            id=data["id"],
+            title=data["title"],
+            category=data["category"],
+            role=Role(data["role"]),
+            summary=data["summary"].strip(),
+            symptoms=tuple(data["symptoms"]),
+            causes=tuple(data["causes"]),
+            fix=data["fix"].strip(),
+            prevention=tuple(data["prevention"]),
+            verify_command=data["verify"]["command"],
+            verify_explains=data["verify"]["explains"].strip(),
+            affected_systems=tuple(data["affected_systems"]),
+            fingerprints=tuple(
+                Fingerprint(
+                    name=fp["name"],
+                    pattern=fp["pattern"],
+                    weight=float(fp["weight"]),
+                    ignore_case=bool(fp.get("ignore_case", False)),
+                    min_count=int(fp.get("min_count", 1)),
+                    where=Condition.parse(fp["where"]) if fp.get("where") else None,
+                )
+                for fp in data["fingerprints"]
+            ),
+            monitor=data["monitor"],
+            examples_match=tuple(Example(e["text"], e["source"])
+                                 for e in data["examples"]["match"]),
+            examples_no_match=tuple(Example(e["text"], e["source"])
+                                    for e in data["examples"]["no_match"]),
+            tags=tuple(data.get("tags", ())),
+            related=tuple(data.get("related", ())),
+            references=tuple(Reference(r["title"], r["url"]) for r in data.get("references", ())),
+            outranks=tuple(data.get("outranks", ())),
+            threshold=float(data.get("threshold", 0.5)),
+            source=source,
+        )
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    rules: tuple[Rule, ...]
+    sources: tuple[str, ...] = field(default=())
+
+    @cached_property
+    def by_id(self) -> dict[str, Rule]:
+        return {rule.id: rule for rule in self.rules}
+
+    def get(self, rule_id: str) -> Rule | None:
+        return self.by_id.get(rule_id)
+
+    def merged(self, other: Catalogue) -> Catalogue:
+        """This catalogue with `other`'s rules added, replacing rules of the same id."""
+        rules = dict(self.by_id)
+        rules.update(other.by_id)
+        return Catalogue(tuple(sorted(rules.values(), key=lambda r: (r.category, r.id))),
+                         self.sources + other.sources)
+
+
+def bundled() -> Catalogue:
+    """The catalogue shipped in the package (compiled from `rules/` by `compile_catalogue`)."""
+    text = resources.files("trainmedic").joinpath("data", CATALOGUE_RESOURCE).read_text("utf-8")
+    data = json.loads(text)
+    return Catalogue(tuple(Rule.from_dict(r, r.get("source", "")) for r in data["rules"]),
+                     ("bundled",))
+
+
+# --- YAML packs -------------------------------------------------------------------------------
+
+def _schema_validator() -> Callable[[Any], Any]:
+    import fastjsonschema
+
+    text = resources.files("trainmedic").joinpath("data", SCHEMA_RESOURCE).read_text("utf-8")
+    return fastjsonschema.compile(json.loads(text))  # type: ignore[no-any-return]
+
+
+def _node_line(root: Any, path: Iterable[str | int]) -> int | None:
+    """The 1-based line of the YAML node at `path`, as deep as the path can be followed."""
+    import yaml
+
+    node = root
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in path:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == str(key):
+                    line, node = k.start_mark.line + 1, v
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode):
+            index = int(key)
+            if index >= len(node.value):
+                return line
+            node = node.value[index]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def _dotted(path: Iterable[str | int]) -> str:
+    text = ""
+    for key in path:
+        text += f"[{key}]" if isinstance(key, int) or str(key).isdigit() else f".{key}"
+    return text.lstrip(".") or "(rule)"
+
+
+def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
+                   base: Path | None = None) -> Rule:
+    """Load and check one YAML rule; raises `RuleError` naming file, line and field."""
+    import yaml
+
+    shown = str(path)
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise RuleError(shown, None, "(file)", f"cannot read: {error}") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.load(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or "invalid YAML"
+        raise RuleError(shown, mark.line + 1 if mark else None, "(yaml)", problem) from None
+    validate = validate or _schema_validator()
+
+    def fail(field_path: list[str | int], reason: str) -> RuleError:
+        return RuleError(shown, _node_line(root, field_path), _dotted(field_path), reason)
+
+    import fastjsonschema
+
+    try:
+        validate(data)
+    except fastjsonschema.JsonSchemaValueException as error:
+        field_path: list[str | int] = [p for p in error.path[1:]]
+        reason = error.message.split(" ", 1)[1] if " " in error.message else error.message
+        if error.rule == "additionalProperties" and isinstance(error.value, dict):
+            known = set(_schema_keys(field_path))
+            extra = sorted(set(error.value) - known) if known else []
+            if extra:
+                field_path.append(extra[0])
+                reason = "unknown field"
+        raise fail(field_path, reason) from None
+    _check_semantics(data, path, base, fail)
+    source = str(path.relative_to(base.parent)) if base else shown
+    return Rule.from_dict(data, source)
+
+
+def _schema_keys(field_path: list[str | int]) -> list[str]:
+    text = resources.files("trainmedic").joinpath("data", SCHEMA_RESOURCE).read_text("utf-8")
+    schema: Any = json.loads(text)
+    for key in field_path:
+        if str(key).isdigit():
+            schema = schema.get("items", {})
+        else:
+            schema = schema.get("properties", {}).get(str(key), {})
+        if "$ref" in schema:
+            schema = json.loads(text)["definitions"][schema["$ref"].rsplit("/", 1)[1]]
+    return list(schema.get("properties", {}))
+
+
+def _check_semantics(data: dict[str, Any], path: Path, base: Path | None,
+                     fail: Callable[[list[str | int], str], RuleError]) -> None:
+    if path.stem != data["id"]:
+        raise fail(["id"], f"must equal the file name {path.stem!r}")
+    if base is not None and path.parent != base and path.parent.name != data["category"]:
+        raise fail(["category"], f"must equal the folder name {path.parent.name!r}")
+    names = set()
+    for index, fp in enumerate(data["fingerprints"]):
+        if fp["name"] in names:
+            raise fail(["fingerprints", index, "name"], f"duplicate name {fp['name']!r}")
+        names.add(fp["name"])
+        flags = re.IGNORECASE if fp.get("ignore_case") else 0
+        try:
+            compiled = re.compile(fp["pattern"], flags)
+        except re.error as error:
+            raise fail(["fingerprints", index, "pattern"], f"invalid regex: {error}") from None
+        problem = check_pattern(fp["pattern"])
+        if problem:
+            raise fail(["fingerprints", index, "pattern"], problem)
+        if fp.get("where"):
+            condition = Condition.parse(fp["where"])
+            missing = [n for n in condition.names if n not in compiled.groupindex]
+            if missing:
+                raise fail(["fingerprints", index, "where"],
+                           f"names no group of the pattern: {', '.join(missing)}")
+    if data["monitor"] not in names:
+        raise fail(["monitor"], f"names no fingerprint: {data['monitor']!r}")
+
+
+def load_pack(directory: Path) -> Catalogue:
+    """Every `*.yaml`/`*.yml` rule under `directory`; the first invalid one raises."""
+    if not directory.is_dir():
+        raise RuleError(str(directory), None, "(pack)", "not a directory")
+    files = sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml"))
+    if not files:
+        raise RuleError(str(directory), None, "(pack)", "no *.yaml rule files")
+    validate = _schema_validator()
+    rules = [load_rule_file(p, validate, directory) for p in files]
+    seen: dict[str, str] = {}
+    for rule in rules:
+        if rule.id in seen:
+            raise RuleError(rule.source, 1, "id", f"duplicate of {seen[rule.id]}")
+        seen[rule.id] = rule.source
+    return Catalogue(tuple(rules), (str(directory),))
+
+
+def load(packs: Iterable[Path] = ()) -> Catalogue:
+    """The bundled catalogue with the user's packs layered over it, in order."""
+    catalogue = bundled()
+    for pack in packs:
+        catalogue = catalogue.merged(load_pack(pack))
+    return catalogue

@@ -1,0 +1,223 @@
+"""The `trainmedic` command: a thin shell over the same core the language server uses."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from trainmedic import __version__
+
+EXIT_OK = 0
+EXIT_ROOT_CAUSE = 1
+EXIT_USAGE = 2
+EXIT_INPUT = 3
+EXIT_RULES = 4
+EXIT_CANNOT_CHECK = 5
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES = f"""\
+exit codes:
+  {EXIT_OK}    success (with --exit-code: no root cause found)
+  {EXIT_ROOT_CAUSE}    with --exit-code: a root cause was found
+  {EXIT_USAGE}    bad command-line usage
+  {EXIT_INPUT}    an input cannot be read as a log (missing, binary, unreadable, empty directory)
+  {EXIT_RULES}    a rule pack is invalid (the message names file, line and field)
+  {EXIT_CANNOT_CHECK}    a probe could not run its check here (e.g. torch is not installed)
+  {EXIT_INTERRUPTED}  interrupted
+"""
+
+DIAGNOSE_HELP = """\
+Read training logs and report the root cause, the rank that failed first, the fix and a
+command that verifies it. Nothing leaves this machine.
+
+PATH may be a log file, a directory (a torchrun --log-dir, a folder of per-rank files;
+*.log, *.out, *.err, *.txt, *.json, stdout, stderr are read), or - for standard input.
+All paths are diagnosed together as one run.
+
+examples:
+  trainmedic diagnose slurm-1234.out
+  torchrun ... 2>&1 | tee run.log; trainmedic diagnose run.log
+  trainmedic diagnose /scratch/logs/job-42 --format json
+  kubectl logs job/train | trainmedic diagnose - --exit-code
+"""
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"trainmedic: {message}", file=sys.stderr)
+    return code
+
+
+def _catalogue(rule_dirs: Sequence[str]):  # type: ignore[no-untyped-def]
+    from trainmedic.catalogue import load
+
+    return load([Path(d) for d in rule_dirs])
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    from trainmedic.engine import diagnose
+    from trainmedic.inputs import expand, opened
+    from trainmedic.render import render_json, render_text
+
+    catalogue = _catalogue(args.rules)
+    files, warnings = expand(args.paths)
+    for warning in warnings:
+        print(f"trainmedic: warning: {warning}", file=sys.stderr)
+    with opened(files) as streams:
+        diagnosis = diagnose(streams, catalogue)
+    output = render_json(diagnosis, catalogue) if args.format == "json" else \
+        render_text(diagnosis, catalogue)
+    sys.stdout.write(output if output.endswith("\n") else output + "\n")
+    if args.exit_code and diagnosis.root_causes:
+        return EXIT_ROOT_CAUSE
+    return EXIT_OK
+
+
+def cmd_rules_list(args: argparse.Namespace) -> int:
+    catalogue = _catalogue(args.rules)
+    if args.format == "json":
+        rows = [{"id": r.id, "title": r.title, "category": r.category, "role": r.role.value,
+                 "fingerprints": len(r.fingerprints), "verify": r.verify_command,
+                 "source": r.source} for r in catalogue.rules]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    width = max((len(r.id) for r in catalogue.rules), default=2)
+    print(f"{'ID':<{width}}  {'CATEGORY':<18} {'ROLE':<10} TITLE")
+    for rule in catalogue.rules:
+        print(f"{rule.id:<{width}}  {rule.category:<18} {rule.role.value:<10} {rule.title}")
+    print(f"\n{len(catalogue.rules)} rules, "
+          f"{sum(len(r.fingerprints) for r in catalogue.rules)} fingerprints")
+    return EXIT_OK
+
+
+def cmd_rules_show(args: argparse.Namespace) -> int:
+    from trainmedic.render import rule_markdown, rule_text
+
+    catalogue = _catalogue(args.rules)
+    rule = catalogue.get(args.id)
+    if rule is None:
+        close = [r.id for r in catalogue.rules if args.id in r.id or r.id in args.id]
+        hint = f" (did you mean: {', '.join(close)}?)" if close else \
+            " (see: trainmedic rules list)"
+        return _fail(f"no rule with id {args.id!r}{hint}", EXIT_USAGE)
+    sys.stdout.write(rule_markdown(rule) if args.format == "markdown" else rule_text(rule))
+    return EXIT_OK
+
+
+def cmd_rules_test(args: argparse.Namespace) -> int:
+    from trainmedic.selftest import self_test_all
+
+    catalogue = _catalogue(args.rules)
+    results = self_test_all(catalogue)
+    failed = 0
+    for result in results:
+        mark = "PASS" if result.passed else "FAIL"
+        print(f"{mark}  {result.rule_id}  ({result.positives} match, "
+              f"{result.negatives} no-match)")
+        for failure in result.failures:
+            print(f"      {failure}")
+        failed += not result.passed
+    print(f"\n{len(results) - failed} passed, {failed} failed")
+    return EXIT_RULES if failed else EXIT_OK
+
+
+def cmd_rules_validate(args: argparse.Namespace) -> int:
+    from trainmedic.catalogue import load_pack
+
+    for directory in args.dirs:
+        pack = load_pack(Path(directory))
+        print(f"{directory}: {len(pack.rules)} rules valid")
+    return EXIT_OK
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from trainmedic.probes import PROBES
+
+    return PROBES[args.name].run()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from trainmedic.probes import PROBES
+
+    parser = argparse.ArgumentParser(
+        prog="trainmedic",
+        description="Diagnose failed ML training runs from their logs, locally.",
+        epilog=EXIT_CODES, formatter_class=_Formatter)
+    parser.add_argument("--version", action="version", version=f"trainmedic {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    rules_option = argparse.ArgumentParser(add_help=False)
+    rules_option.add_argument(
+        "--rules", action="append", default=[], metavar="DIR",
+        help="a rule pack directory to add to (or override) the bundled catalogue; repeatable")
+
+    diagnose = commands.add_parser(
+        "diagnose", parents=[rules_option], help="diagnose training logs",
+        description=DIAGNOSE_HELP, epilog=EXIT_CODES, formatter_class=_Formatter)
+    diagnose.add_argument("paths", nargs="+", metavar="PATH", help="log file, directory, or -")
+    diagnose.add_argument("--format", choices=("text", "json"), default="text",
+                          help="text for people (default), json for programs")
+    diagnose.add_argument("--exit-code", action="store_true",
+                          help=f"exit {EXIT_ROOT_CAUSE} when a root cause is found")
+    diagnose.set_defaults(func=cmd_diagnose)
+
+    rules = commands.add_parser(
+        "rules", help="list, show and test the failure catalogue",
+        description="The catalogue of failure rules: bundled, plus packs given with --rules.",
+        epilog=EXIT_CODES, formatter_class=_Formatter)
+    rules_commands = rules.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
+    listing = rules_commands.add_parser("list", parents=[rules_option], help="one line per rule")
+    listing.add_argument("--format", choices=("text", "json"), default="text")
+    listing.set_defaults(func=cmd_rules_list)
+    show = rules_commands.add_parser("show", parents=[rules_option],
+                                     help="the whole entry of one rule")
+    show.add_argument("id", help="rule id, e.g. amp-loss-scale")
+    show.add_argument("--format", choices=("text", "markdown"), default="text")
+    show.set_defaults(func=cmd_rules_show)
+    test = rules_commands.add_parser(
+        "test", parents=[rules_option],
+        help="run every rule's examples: positives must fire, negatives must not")
+    test.set_defaults(func=cmd_rules_test)
+    validate = rules_commands.add_parser(
+        "validate", help="check rule pack directories against the schema")
+    validate.add_argument("dirs", nargs="+", metavar="DIR")
+    validate.set_defaults(func=cmd_rules_validate)
+
+    probe = commands.add_parser(
+        "probe", help="run a verification probe on this machine",
+        description="Small real experiments that verify a fix on this machine's torch and "
+                    "devices (CPU when there is no GPU). They print what they checked and what "
+                    "they could not.\n\n" + "\n".join(f"  {name:<12} {p.SUMMARY}"
+                                                     for name, p in sorted(PROBES.items())),
+        epilog=EXIT_CODES, formatter_class=_Formatter)
+    probe.add_argument("name", choices=sorted(PROBES), metavar="NAME",
+                       help="one of: " + ", ".join(sorted(PROBES)))
+    probe.set_defaults(func=cmd_probe)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from trainmedic.catalogue import RuleError
+    from trainmedic.inputs import InputError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except InputError as error:
+        return _fail(str(error), EXIT_INPUT)
+    except RuleError as error:
+        return _fail(f"invalid rule: {error}", EXIT_RULES)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except BrokenPipeError:
+        sys.stderr.close()
+        return EXIT_OK
+    except OSError as error:
+        return _fail(f"{getattr(error, 'filename', '') or 'input'}: "
+                     f"{error.strerror or error}", EXIT_INPUT)

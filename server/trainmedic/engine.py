@@ -1,0 +1,143 @@
+"""Events → findings → diagnosis: which rules the evidence supports, in what order, on which rank.
+
+Evidence is accumulated in bounded memory (counts, and the first lines of each fingerprint), so
+a log of any length gives the same answer as its failing part.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from trainmedic.attribution import attribute_ranks, chronological
+from trainmedic.catalogue import Catalogue, Rule
+from trainmedic.events import Matcher, extract_events
+from trainmedic.model import Diagnosis, Event, Finding, Line, Role, Traceback
+from trainmedic.reader import read_chunks
+
+EVIDENCE_PER_FINGERPRINT = 8
+TRACEBACKS_KEPT = 64
+
+
+@dataclass
+class _RuleEvidence:
+    counts: Counter[str] = field(default_factory=Counter)
+    lines: dict[str, list[Line]] = field(default_factory=dict)
+    first_by_rank: dict[int, Line] = field(default_factory=dict)
+
+
+@dataclass
+class Evidence:
+    """What a whole input said, accumulated in bounded memory."""
+
+    rules: dict[str, _RuleEvidence] = field(default_factory=dict)
+    tracebacks: list[Traceback] = field(default_factory=list)
+    ranks_seen: set[int] = field(default_factory=set)
+    paths: list[str] = field(default_factory=list)
+
+
+def match_rules(events: Iterable[Event], paths: list[str] | None = None) -> Evidence:
+    evidence = Evidence(paths=list(paths or []))
+    for event in events:
+        line = event.line
+        if line.path not in evidence.paths:
+            evidence.paths.append(line.path)
+        if line.rank is not None:
+            evidence.ranks_seen.add(line.rank)
+        if event.traceback is not None and len(evidence.tracebacks) < TRACEBACKS_KEPT:
+            evidence.tracebacks.append(event.traceback)
+        for hit in event.hits:
+            found = evidence.rules.setdefault(hit.rule_id, _RuleEvidence())
+            found.counts[hit.fingerprint] += 1
+            kept = found.lines.setdefault(hit.fingerprint, [])
+            if len(kept) < EVIDENCE_PER_FINGERPRINT and line not in kept:
+                kept.append(line)
+            rank_text = hit.group("rank")
+            rank = int(rank_text) if rank_text and rank_text.isdigit() else line.rank
+            if rank is not None:
+                evidence.ranks_seen.add(rank)
+                if rank not in found.first_by_rank:
+                    found.first_by_rank[rank] = line
+    return evidence
+
+
+def _confidence(rule: Rule, found: _RuleEvidence) -> tuple[float, list[Line]]:
+    miss, lines = 1.0, []
+    for fp in rule.fingerprints:
+        if found.counts[fp.name] >= fp.min_count:
+            miss *= 1.0 - fp.weight
+            lines.extend(found.lines.get(fp.name, ()))
+    return round(1.0 - miss, 3), lines
+
+
+def score(evidence: Evidence, catalogue: Catalogue) -> list[Finding]:
+    """Findings whose confidence reaches their rule's threshold, most likely root cause first."""
+    order = {path: index for index, path in enumerate(evidence.paths)}
+    findings = []
+    for rule_id, found in evidence.rules.items():
+        rule = catalogue.get(rule_id)
+        if rule is None:
+            continue
+        confidence, lines = _confidence(rule, found)
+        if confidence < rule.threshold or not lines:
+            continue
+        lines = chronological(set(lines), order)
+        ranked = chronological(found.first_by_rank.values(), order)
+        rank = next((r for r in _ranks_of(ranked, found)), None)
+        findings.append(Finding(rule.id, rule.role, rank, confidence, tuple(lines)))
+    return _ordered(findings, catalogue, order)
+
+
+def _ranks_of(lines: list[Line], found: _RuleEvidence) -> Iterable[int]:
+    by_line = {id(line): rank for rank, line in found.first_by_rank.items()}
+    return (by_line[id(line)] for line in lines)
+
+
+def _ordered(findings: list[Finding], catalogue: Catalogue,
+             order: dict[str, int]) -> list[Finding]:
+    timeline = chronological([f.first for f in findings], order)
+    sequence = {id(line): i for i, line in enumerate(timeline)}
+    findings.sort(key=lambda f: (f.role is not Role.ROOT, -f.confidence, sequence[id(f.first)]))
+    # A more specific rule goes before the rules it outranks, whatever their confidence.
+    changed = True
+    while changed:
+        changed = False
+        for index, finding in enumerate(findings):
+            rule = catalogue.by_id[finding.rule_id]
+            for earlier in range(index):
+                other = findings[earlier]
+                if other.rule_id in rule.outranks and other.role is finding.role:
+                    findings.insert(earlier, findings.pop(index))
+                    changed = True
+                    break
+            if changed:
+                break
+    return findings
+
+
+def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
+    findings = score(evidence, catalogue)
+    initiating, ranks = attribute_ranks(findings, evidence.ranks_seen,
+                                        {p: i for i, p in enumerate(evidence.paths)})
+    return Diagnosis(tuple(findings), initiating, ranks, tuple(evidence.tracebacks))
+
+
+def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
+             matcher: Matcher | None = None) -> Diagnosis:
+    """Read every input once and diagnose them together as one run."""
+    matcher = matcher or Matcher(catalogue)
+    inputs = list(inputs)
+    chunks = (chunk for path, stream in inputs for chunk in read_chunks(stream, path))
+    evidence = match_rules(extract_events(chunks, matcher), [path for path, _ in inputs])
+    return diagnose_evidence(evidence, catalogue)
+
+
+def diagnose_text(text: str, catalogue: Catalogue, path: str = "<text>",
+                  matcher: Matcher | None = None) -> Diagnosis:
+    """Diagnose text already in memory (an editor selection, a terminal's output)."""
+    import io
+
+    return diagnose([(path, io.BytesIO(text.encode("utf-8", errors="replace")))], catalogue,
+                    matcher)

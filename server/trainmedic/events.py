@@ -1,0 +1,126 @@
+"""Chunks → events: the lines that matched a fingerprint or end a traceback.
+
+Matching runs over whole chunks and reports offsets; only the lines that matched are cut out
+and given their rank and timestamp, so the cost of a quiet line is the regex scan alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+
+from trainmedic.catalogue import Catalogue, Fingerprint
+from trainmedic.model import Event, Hit, Line, Traceback
+from trainmedic.ranks import parse_rank
+from trainmedic.reader import Chunk
+from trainmedic.regex_safety import required_literal
+from trainmedic.timestamps import Clock
+from trainmedic.tracebacks import CHAIN_MARKERS, HEADER, MAX_BLOCK_LINES, TracebackAssembler
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    rule_id: str
+    fingerprint: Fingerprint
+    literal: str | None
+
+
+class Matcher:
+    """Every fingerprint of a catalogue, scanned over a chunk of text (pure-Python backend)."""
+
+    name = "python-re"
+
+    def __init__(self, catalogue: Catalogue) -> None:
+        self.patterns = tuple(
+            _Pattern(rule.id, fp, required_literal(fp.pattern, fp.ignore_case))
+            for rule in catalogue.rules
+            for fp in rule.fingerprints
+        )
+
+    def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
+        """(offset, hit) for every match in `text`, in no particular order."""
+        for pattern in self.patterns:
+            if pattern.literal is not None and pattern.literal not in text:
+                continue
+            fp = pattern.fingerprint
+            for match in fp.regex.finditer(text):
+                groups = match.groupdict()
+                if fp.where is not None and not fp.where.holds(groups):
+                    continue
+                yield match.start(), Hit(
+                    pattern.rule_id, fp.name,
+                    tuple((k, v) for k, v in groups.items() if v is not None),
+                )
+
+
+class _LineCounter:
+    """Line numbers for increasing offsets of one chunk, counting each newline once."""
+
+    def __init__(self, chunk: Chunk) -> None:
+        self.chunk, self.offset, self.number = chunk, 0, chunk.first_line
+
+    def number_at(self, offset: int) -> int:
+        if offset < self.offset:
+            self.offset, self.number = 0, self.chunk.first_line
+        self.number += self.chunk.text.count("\n", self.offset, offset)
+        self.offset = offset
+        return self.number
+
+
+class _Source:
+    """Per-file state carried across chunks: the clock and the open tracebacks."""
+
+    def __init__(self) -> None:
+        self.clock = Clock()
+        self.tracebacks = TracebackAssembler()
+
+
+def _next_traceback_start(text: str, start: int) -> int:
+    found = [i for i in (text.find(m, start) for m in (HEADER, *CHAIN_MARKERS)) if i >= 0]
+    return min(found) if found else -1
+
+
+def _tracebacks(chunk: Chunk, source: _Source) -> dict[int, tuple[Line, Traceback]]:
+    """Feed the lines around traceback headers to the assembler; completed blocks by line."""
+    text, done = chunk.text, {}
+    counter = _LineCounter(chunk)
+    position = 0 if source.tracebacks.is_open else _next_traceback_start(text, 0)
+    while 0 <= position < len(text):
+        start = text.rfind("\n", 0, position) + 1
+        number = counter.number_at(start)
+        budget = MAX_BLOCK_LINES
+        while start < len(text) and budget:
+            end = text.find("\n", start)
+            raw = text[start:end]
+            rank, body = parse_rank(raw)
+            line = Line(chunk.path, number, raw, rank)
+            block = source.tracebacks.feed(line, body)
+            if block is not None:
+                done[number] = (line, block)
+            start, number, budget = end + 1, number + 1, budget - 1
+            if not source.tracebacks.is_open:
+                break
+        position = _next_traceback_start(text, start) if start < len(text) else -1
+    return done
+
+
+def extract_events(chunks: Iterable[Chunk], matcher: Matcher) -> Iterator[Event]:
+    """Events of every chunk in line order within each source."""
+    sources: dict[str, _Source] = {}
+    for chunk in chunks:
+        source = sources.setdefault(chunk.path, _Source())
+        hits: dict[int, list[Hit]] = {}
+        lines: dict[int, Line] = {}
+        counter = _LineCounter(chunk)
+        for offset, hit in sorted(matcher.scan(chunk.text), key=lambda item: item[0]):
+            number = counter.number_at(offset)
+            if number not in lines:
+                lines[number] = chunk.line_at(offset, number)
+            hits.setdefault(number, []).append(hit)
+        blocks = _tracebacks(chunk, source)
+        for number in sorted(lines.keys() | blocks.keys()):
+            line = lines[number] if number in lines else blocks[number][0]
+            rank, body = parse_rank(line.text)
+            line = replace(line, rank=rank, timestamp=source.clock.parse(body))
+            block = blocks.get(number)
+            yield Event(line, tuple(hits.get(number, ())), block[1] if block else None)

@@ -1,0 +1,105 @@
+"""Turn command-line paths into named byte streams, refusing what is not a log in one line."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+LOG_SUFFIXES = {".log", ".out", ".err", ".txt", ".json"}
+LOG_NAMES = {"stdout", "stderr"}
+SNIFF_BYTES = 8192
+
+
+class InputError(Exception):
+    """An input that cannot be read as a log; `str()` is the line the user sees."""
+
+
+def is_binary(head: bytes) -> bool:
+    """A NUL byte in the first block marks a binary file, as grep and git decide."""
+    return b"\0" in head
+
+
+def _log_files(directory: Path) -> list[Path]:
+    found = []
+    for root, dirs, files in os.walk(directory, onerror=None, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root, name)
+            if path.suffix in LOG_SUFFIXES or path.stem in LOG_NAMES or name.startswith("slurm-"):
+                found.append(path)
+    return found
+
+
+def expand(paths: list[str]) -> tuple[list[str], list[str]]:
+    """Files to read for `paths` (directories walked), and warnings for what was skipped."""
+    files: list[str] = []
+    warnings: list[str] = []
+    for given in paths:
+        if given == "-":
+            files.append("-")
+            continue
+        path = Path(given)
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            raise InputError(f"{given}: no such file or directory") from None
+        except PermissionError:
+            raise InputError(f"{given}: permission denied") from None
+        except OSError as error:
+            raise InputError(f"{given}: {error.strerror or error}") from None
+        if stat.S_ISDIR(mode):
+            if not os.access(path, os.R_OK | os.X_OK):
+                raise InputError(f"{given}: permission denied")
+            logs = []
+            for candidate in _log_files(path):
+                try:
+                    with candidate.open("rb") as stream:
+                        head = stream.read(SNIFF_BYTES)
+                except OSError as error:
+                    warnings.append(f"{candidate}: skipped ({error.strerror or error})")
+                    continue
+                if is_binary(head):
+                    warnings.append(f"{candidate}: skipped (binary file)")
+                    continue
+                logs.append(str(candidate))
+            if not logs:
+                raise InputError(f"{given}: no log files in this directory "
+                                 f"(looked for {', '.join(sorted(LOG_SUFFIXES))}, stdout, stderr)")
+            files.extend(logs)
+        else:
+            files.append(given)
+    return files, warnings
+
+
+@contextmanager
+def opened(files: list[str]) -> Iterator[list[tuple[str, BinaryIO]]]:
+    """Open every file (stdin for `-`), refusing binary regular files."""
+    streams: list[tuple[str, BinaryIO]] = []
+    try:
+        for name in files:
+            if name == "-":
+                streams.append(("<stdin>", sys.stdin.buffer))
+                continue
+            try:
+                stream = open(name, "rb")  # noqa: SIM115 - closed below
+            except PermissionError:
+                raise InputError(f"{name}: permission denied") from None
+            except IsADirectoryError:
+                raise InputError(f"{name}: is a directory") from None
+            except OSError as error:
+                raise InputError(f"{name}: {error.strerror or error}") from None
+            streams.append((name, stream))
+            if stream.seekable():
+                if is_binary(stream.read(SNIFF_BYTES)):
+                    raise InputError(f"{name}: binary file, not a log")
+                stream.seek(0)
+        yield streams
+    finally:
+        for name, stream in streams:
+            if name != "<stdin>":
+                stream.close()

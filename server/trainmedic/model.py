@@ -1,0 +1,100 @@
+"""The frozen data passed between the stages: lines, events, findings, diagnosis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a log as an editor numbers it (1-based, split on newlines only)."""
+
+    path: str
+    number: int
+    text: str
+    rank: int | None = None
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A fingerprint that matched a line, with its named groups."""
+
+    rule_id: str
+    fingerprint: str
+    groups: tuple[tuple[str, str], ...] = ()
+
+    def group(self, name: str) -> str | None:
+        return dict(self.groups).get(name)
+
+
+@dataclass(frozen=True)
+class Traceback:
+    """A Python traceback recognised as one unit; `cause` is the exception it chained from."""
+
+    rank: int | None
+    first_line: int
+    last_line: int
+    exception: str
+    message: str
+    frames: tuple[str, ...]
+    cause: Traceback | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """A line that matters, with what it matched."""
+
+    line: Line
+    hits: tuple[Hit, ...] = ()
+    traceback: Traceback | None = None
+
+
+class Role(str, Enum):
+    ROOT = "root"
+    COLLATERAL = "collateral"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule whose evidence holds on one rank (or on the whole log when the rank is unknown)."""
+
+    rule_id: str
+    role: Role
+    rank: int | None
+    confidence: float
+    evidence: tuple[Line, ...]
+
+    @property
+    def first(self) -> Line:
+        return self.evidence[0]
+
+
+class RankStatus(str, Enum):
+    FAILED_FIRST = "failed-first"
+    FAILED_COLLATERAL = "failed-collateral"
+    KILLED = "killed"
+    HEALTHY = "healthy"
+    SILENT = "silent"
+
+
+@dataclass(frozen=True)
+class RankReport:
+    status: RankStatus
+    first_failure: Line | None = None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Ordered findings (most likely root cause first), the initiating rank and each rank's state."""
+
+    findings: tuple[Finding, ...]
+    initiating_rank: int | None
+    ranks: dict[int, RankReport] = field(default_factory=dict)
+    tracebacks: tuple[Traceback, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def root_causes(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.role is Role.ROOT)

@@ -1,0 +1,102 @@
+"""Refuse fingerprint patterns whose matching time can explode on a hostile line.
+
+Python's `re` backtracks, so the catalogue keeps to a subset where it cannot go exponential:
+no backreferences, no unbounded repetition nested inside another unbounded repetition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:  # Python 3.11+
+    from re import _constants as _c  # type: ignore[attr-defined]
+    from re import _parser as _p  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _c  # type: ignore[no-redef]
+    import sre_parse as _p  # type: ignore[no-redef]
+
+_REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)}
+_UNBOUNDED = 1 << 16
+
+
+def _walk(items: Any) -> str | None:
+    for op, arg in items:
+        if op in (_c.GROUPREF, getattr(_c, "GROUPREF_EXISTS", None)):
+            return "backreferences are not allowed (they make matching super-linear)"
+        if op in _REPEATS:
+            low, high, sub = arg
+            unbounded = high >= _UNBOUNDED or high == _c.MAXREPEAT
+            if unbounded and _is_unbounded_repeat(sub):
+                return ("nested unbounded repetition such as (a+)+ can backtrack "
+                        "exponentially; rewrite it without the outer repeat")
+            problem = _walk(sub)
+            if problem:
+                return problem
+        elif op is _c.SUBPATTERN:
+            problem = _walk(arg[-1])
+            if problem:
+                return problem
+        elif op is _c.BRANCH:
+            for branch in arg[1]:
+                problem = _walk(branch)
+                if problem:
+                    return problem
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            problem = _walk(arg[1])
+            if problem:
+                return problem
+    return None
+
+
+def _is_unbounded_repeat(items: Any) -> bool:
+    """True when `items` is, after unwrapping groups, one unbounded repeat."""
+    items = list(items)
+    while len(items) == 1 and items[0][0] is _c.SUBPATTERN:
+        items = list(items[0][1][-1])
+    if len(items) != 1 or items[0][0] not in _REPEATS:
+        return False
+    high = items[0][1][1]
+    return bool(high >= _UNBOUNDED or high == _c.MAXREPEAT)
+
+
+def check_pattern(pattern: str) -> str | None:
+    """Why `pattern` is refused, or None when it is in the safe subset."""
+    try:
+        parsed = _p.parse(pattern)
+    except Exception as error:  # re.error and friends
+        return f"invalid regex: {error}"
+    return _walk(parsed)
+
+
+def required_literal(pattern: str, ignore_case: bool = False) -> str | None:
+    """The longest literal every match must contain, for a cheap `in` prefilter."""
+    if ignore_case:
+        return None
+    try:
+        parsed = _p.parse(pattern)
+    except Exception:
+        return None
+    best = ""
+    run: list[str] = []
+
+    def flush() -> None:
+        nonlocal best
+        text = "".join(run)
+        if len(text) > len(best):
+            best = text
+        run.clear()
+
+    def visit(items: Any) -> None:
+        for op, arg in items:
+            if op is _c.LITERAL:
+                run.append(chr(arg))
+            elif op is _c.SUBPATTERN and arg[1] == 0 and arg[2] == 0:
+                visit(arg[-1])
+            elif op in (_c.AT,):
+                continue
+            else:
+                flush()
+
+    visit(parsed)
+    flush()
+    return best if len(best) >= 3 else None

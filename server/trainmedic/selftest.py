@@ -1,0 +1,39 @@
+"""Each rule's own examples, run through the engine: what must fire fires, look-alikes stay quiet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainmedic.catalogue import Catalogue, Rule
+from trainmedic.engine import diagnose_text
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule_id: str
+    failures: tuple[str, ...]
+    positives: int
+    negatives: int
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def self_test(rule: Rule) -> RuleResult:
+    alone = Catalogue((rule,))
+    failures = []
+    for index, example in enumerate(rule.examples_match):
+        fired = [f.rule_id for f in diagnose_text(example.text, alone, "<example>").findings]
+        if rule.id not in fired:
+            failures.append(f"match[{index}] did not fire ({example.source})")
+    for index, example in enumerate(rule.examples_no_match):
+        fired = [f.rule_id for f in diagnose_text(example.text, alone, "<example>").findings]
+        if rule.id in fired:
+            failures.append(f"no_match[{index}] fired ({example.source})")
+    return RuleResult(rule.id, tuple(failures), len(rule.examples_match),
+                      len(rule.examples_no_match))
+
+
+def self_test_all(catalogue: Catalogue) -> list[RuleResult]:
+    return [self_test(rule) for rule in catalogue.rules]

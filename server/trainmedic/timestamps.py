@@ -1,0 +1,53 @@
+"""Timestamps in the formats training tools print, as epoch seconds.
+
+glog lines (`E0501 12:00:00.123456`) carry no year: a `Clock` lends them the year of the last
+full date it saw in the same source, so both kinds order correctly against each other.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+_ISO = re.compile(
+    r"(?<!\d)(\d{4})-(\d{2})-(\d{2})[T _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
+    r"(Z|[+-]\d{2}:?\d{2})?"
+)
+_GLOG = re.compile(r"^[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{1,9})\b")
+_MONTH_DAY = re.compile(r"(?<![\d-])(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\b")
+_EPOCH = re.compile(r"^\[?(1[5-9]\d{8})(?:\.(\d{1,9}))?\]?\s")
+_SEARCH_SPAN = 120
+
+
+def _seconds(year: str | int, month: str, day: str, hh: str, mm: str, ss: str,
+             frac: str | None, tz: str | None = None) -> float | None:
+    try:
+        moment = datetime(int(year), int(month), int(day), int(hh), int(mm), int(ss),
+                          tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    if tz and tz != "Z":
+        sign = 1 if tz[0] == "+" else -1
+        digits = tz[1:].replace(":", "")
+        moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+    return moment.timestamp() + (float("0." + frac) if frac else 0.0)
+
+
+class Clock:
+    """Parses the timestamp near the start of each line of one source."""
+
+    def __init__(self) -> None:
+        self.year = 1970
+
+    def parse(self, body: str) -> float | None:
+        head = body[:_SEARCH_SPAN]
+        if match := _ISO.search(head):
+            self.year = int(match.group(1))
+            return _seconds(*match.groups())
+        if match := _GLOG.match(head):
+            return _seconds(self.year, *match.groups())
+        if match := _EPOCH.match(head):
+            return float(match.group(1) + "." + (match.group(2) or "0"))
+        if match := _MONTH_DAY.search(head):
+            return _seconds(self.year, *match.groups())
+        return None

@@ -1,0 +1,84 @@
+"""Python tracebacks as units: header, frames, exception line, and the chain between them.
+
+Lines of several ranks interleave, so one block is kept open per rank and closed by the first
+exception line of that rank.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from trainmedic.model import Line, Traceback
+
+HEADER = "Traceback (most recent call last):"
+CHAIN_MARKERS = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+)
+_FRAME = re.compile(r'\s+File "([^"]*)", line (\d+)(?:, in (.+))?')
+_EXCEPTION = re.compile(
+    r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout|Hit|Warning|"
+    r"Unsupported|Abort)\w*|[a-z_]\w*(?:\.[a-z_]\w*)+\.[A-Z]\w*)(?::\s?(.*))?$"
+)
+MAX_BLOCK_LINES = 500
+
+
+@dataclass
+class _Open:
+    first_line: int
+    frames: list[str] = field(default_factory=list)
+    cause: Traceback | None = None
+    seen: int = 0
+
+
+class TracebackAssembler:
+    """Feed lines in order (with their rank and body); completed tracebacks come back."""
+
+    def __init__(self) -> None:
+        self._open: dict[int | None, _Open] = {}
+        self._last: dict[int | None, Traceback] = {}
+        self._chained: set[int | None] = set()
+
+    @property
+    def is_open(self) -> bool:
+        return bool(self._open) or bool(self._chained)
+
+    def feed(self, line: Line, body: str) -> Traceback | None:
+        key = line.rank
+        stripped = body.strip()
+        if stripped == HEADER or stripped.endswith(" " + HEADER):
+            cause = self._last.get(key) if key in self._chained else None
+            self._chained.discard(key)
+            self._open[key] = _Open(line.number, cause=cause)
+            return None
+        if stripped in CHAIN_MARKERS:
+            self._chained.add(key)
+            return None
+        block = self._open.get(key)
+        if block is None:
+            return None
+        block.seen += 1
+        if block.seen > MAX_BLOCK_LINES:
+            del self._open[key]
+            return None
+        if frame := _FRAME.match(body):
+            block.frames.append(f"{frame.group(1)}:{frame.group(2)} in {frame.group(3) or '?'}")
+            return None
+        if body[:1].isspace() or not stripped:
+            return None
+        match = _EXCEPTION.match(stripped)
+        if match is None:
+            return None
+        del self._open[key]
+        done = Traceback(
+            rank=key,
+            first_line=block.first_line,
+            last_line=line.number,
+            exception=match.group(1),
+            message=(match.group(2) or "").strip(),
+            frames=tuple(block.frames),
+            cause=block.cause,
+        )
+        self._last[key] = done
+        return done
