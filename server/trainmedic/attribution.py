@@ -23,7 +23,10 @@ def _compare(a: Line, b: Line, order: Mapping[str, int]) -> int:
 
 def chronological(lines: Iterable[Line], order: Mapping[str, int]) -> list[Line]:
     """Lines in the order they happened: line order within a file, timestamps across files."""
-    return sorted(lines, key=cmp_to_key(lambda a, b: _compare(a, b, order)))
+    def compare(a: Line, b: Line) -> int:
+        return _compare(a, b, order)
+
+    return sorted(lines, key=cmp_to_key(compare))
 
 
 def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],

@@ -7,6 +7,7 @@ where its id and category say). An invalid file fails with one line: file, line 
 
 from __future__ import annotations
 
+import difflib
 import json
 import operator
 import re
@@ -28,7 +29,8 @@ _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "==": operator.eq, "!=": operator.ne,
 }
 _WHERE = re.compile(r"^([a-z_][a-z0-9_]*) *(<=|>=|==|!=|<|>) *([a-z_][a-z0-9_]*|[0-9.eE+-]+)$")
-_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([KMGTP]i?B|B|bytes)?\s*$")
+_QUANTITY = re.compile(
+    r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([KMGTP]i?B|B|bytes)?\s*$")
 _UNIT = {"B": 1, "bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
          "PiB": 1 << 50, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15}
 
@@ -203,7 +205,7 @@ def _schema_validator() -> Callable[[Any], Any]:
     import fastjsonschema
 
     text = resources.files("trainmedic").joinpath("data", SCHEMA_RESOURCE).read_text("utf-8")
-    return fastjsonschema.compile(json.loads(text))  # type: ignore[no-any-return]
+    return fastjsonschema.compile(json.loads(text))
 
 
 def _node_line(root: Any, path: Iterable[str | int]) -> int | None:
@@ -265,31 +267,46 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
     try:
         validate(data)
     except fastjsonschema.JsonSchemaValueException as error:
-        field_path: list[str | int] = [p for p in error.path[1:]]
+        field_path: list[str | int] = list(error.path[1:])
         reason = error.message.split(" ", 1)[1] if " " in error.message else error.message
-        if error.rule == "additionalProperties" and isinstance(error.value, dict):
-            known = set(_schema_keys(field_path))
-            extra = sorted(set(error.value) - known) if known else []
+        if error.rule in ("additionalProperties", "required") and isinstance(error.value, dict):
+            known = _schema_keys(field_path)
+            extra = sorted(set(error.value) - set(known))
+            missing = [k for k in _schema_required(field_path) if k not in error.value]
             if extra:
+                close = difflib.get_close_matches(extra[0], missing or known, n=1)
                 field_path.append(extra[0])
-                reason = "unknown field"
+                reason = "unknown field" + (f" (did you mean {close[0]!r}?)" if close else "")
+            elif missing:
+                field_path.append(missing[0])
+                reason = "required field is missing"
         raise fail(field_path, reason) from None
     _check_semantics(data, path, base, fail)
     source = str(path.relative_to(base.parent)) if base else shown
     return Rule.from_dict(data, source)
 
 
-def _schema_keys(field_path: list[str | int]) -> list[str]:
+def _schema_at(field_path: list[str | int]) -> dict[str, Any]:
+    """The sub-schema that describes the value at `field_path`."""
     text = resources.files("trainmedic").joinpath("data", SCHEMA_RESOURCE).read_text("utf-8")
-    schema: Any = json.loads(text)
+    root: dict[str, Any] = json.loads(text)
+    schema = root
     for key in field_path:
         if str(key).isdigit():
             schema = schema.get("items", {})
         else:
             schema = schema.get("properties", {}).get(str(key), {})
         if "$ref" in schema:
-            schema = json.loads(text)["definitions"][schema["$ref"].rsplit("/", 1)[1]]
-    return list(schema.get("properties", {}))
+            schema = root["definitions"][schema["$ref"].rsplit("/", 1)[1]]
+    return schema
+
+
+def _schema_keys(field_path: list[str | int]) -> list[str]:
+    return list(_schema_at(field_path).get("properties", {}))
+
+
+def _schema_required(field_path: list[str | int]) -> list[str]:
+    return list(_schema_at(field_path).get("required", []))
 
 
 def _check_semantics(data: dict[str, Any], path: Path, base: Path | None,

@@ -139,7 +139,7 @@ def cmd_rules_validate(args: argparse.Namespace) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     from trainmedic.probes import PROBES
 
-    return PROBES[args.name].run()
+    return int(PROBES[args.name].run())
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -64,7 +64,7 @@ def match_rules(events: Iterable[Event], paths: list[str] | None = None) -> Evid
 
 
 def _confidence(rule: Rule, found: _RuleEvidence) -> tuple[float, list[Line]]:
-    miss, lines = 1.0, []
+    miss, lines = 1.0, list[Line]()
     for fp in rule.fingerprints:
         if found.counts[fp.name] >= fp.min_count:
             miss *= 1.0 - fp.weight

@@ -86,7 +86,7 @@ def opened(files: list[str]) -> Iterator[list[tuple[str, BinaryIO]]]:
                 streams.append(("<stdin>", sys.stdin.buffer))
                 continue
             try:
-                stream = open(name, "rb")  # noqa: SIM115 - closed below
+                stream: BinaryIO = open(name, "rb")  # noqa: SIM115 - closed below
             except PermissionError:
                 raise InputError(f"{name}: permission denied") from None
             except IsADirectoryError:

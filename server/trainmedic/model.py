@@ -87,7 +87,7 @@ class RankReport:
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """Ordered findings (most likely root cause first), the initiating rank and each rank's state."""
+    """Ordered findings (most likely root cause first), the initiating rank, each rank's state."""
 
     findings: tuple[Finding, ...]
     initiating_rank: int | None

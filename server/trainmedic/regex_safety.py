@@ -6,14 +6,20 @@ no backreferences, no unbounded repetition nested inside another unbounded repet
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-try:  # Python 3.11+
-    from re import _constants as _c  # type: ignore[attr-defined]
-    from re import _parser as _p  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _p  # type: ignore[no-redef]
+
+def _module(modern: str, legacy: str) -> Any:
+    """The regex parser's internals: `re._parser` since 3.11, `sre_parse` before."""
+    try:
+        return importlib.import_module(modern)
+    except ImportError:  # Python 3.10
+        return importlib.import_module(legacy)
+
+
+_c = _module("re._constants", "sre_constants")
+_p = _module("re._parser", "sre_parse")
 
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)}
 _UNBOUNDED = 1 << 16
@@ -24,7 +30,7 @@ def _walk(items: Any) -> str | None:
         if op in (_c.GROUPREF, getattr(_c, "GROUPREF_EXISTS", None)):
             return "backreferences are not allowed (they make matching super-linear)"
         if op in _REPEATS:
-            low, high, sub = arg
+            _, high, sub = arg
             unbounded = high >= _UNBOUNDED or high == _c.MAXREPEAT
             if unbounded and _is_unbounded_repeat(sub):
                 return ("nested unbounded repetition such as (a+)+ can backtrack "

@@ -1,4 +1,4 @@
-"""Each rule's own examples, run through the engine: what must fire fires, look-alikes stay quiet."""
+"""Each rule's own examples through the engine: what must fire fires, look-alikes stay quiet."""
 
 from __future__ import annotations
 

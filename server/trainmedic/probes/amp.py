@@ -1,4 +1,4 @@
-"""Mixed precision on this machine: does dynamic loss scaling move, does fp16 overflow, is bf16 usable."""
+"""Mixed precision here: does dynamic loss scaling move, does fp16 overflow, is bf16 usable."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ def run() -> int:
     if device == "cuda":
         supported = bool(torch.cuda.is_bf16_supported())
         major, minor = torch.cuda.get_device_capability(0)
-        report.check(True, f"compute capability {major}.{minor}: bf16 "
-                     f"{'supported, prefer it over fp16' if supported else 'NOT supported: use fp16 with GradScaler'}")
+        verdict = ("supported, prefer it over fp16" if supported
+                   else "NOT supported: use fp16 with GradScaler")
+        report.check(True, f"compute capability {major}.{minor}: bf16 {verdict}")
     else:
         report.skip("GPU bf16 support: no GPU visible (run this on the training node)")
 

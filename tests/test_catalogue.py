@@ -1,0 +1,124 @@
+"""Catalogue invariants, the compiled JSON, and one clear line for every invalid rule file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainmedic.catalogue import RuleError, bundled, load, load_pack, quantity
+from trainmedic.compile_catalogue import OUTPUT, RULES_DIR, compile_rules
+from trainmedic.selftest import self_test
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOGUE = bundled()
+VALID = (RULES_DIR / "training-stability" / "amp-bf16-vs-fp16.yaml").read_text("utf-8")
+
+
+def test_compiled_catalogue_is_in_sync_with_rules_dir() -> None:
+    assert OUTPUT.read_text("utf-8") == compile_rules(), \
+        "server/trainmedic/data/catalogue.json is stale: run `make catalogue`"
+
+
+def test_ids_unique_and_files_where_ids_and_categories_say() -> None:
+    ids = [rule.id for rule in CATALOGUE.rules]
+    assert len(ids) == len(set(ids))
+    for rule in CATALOGUE.rules:
+        assert Path(rule.source) == Path("rules") / rule.category / f"{rule.id}.yaml"
+
+
+def test_related_and_outranked_ids_exist() -> None:
+    for rule in CATALOGUE.rules:
+        for other in (*rule.related, *rule.outranks):
+            assert other in CATALOGUE.by_id, f"{rule.id} names unknown rule {other}"
+
+
+def test_taxonomy_roles_and_titles_are_kept() -> None:
+    taxonomy = ROOT.parent / "shared" / "taxonomy.yaml"
+    if not taxonomy.exists():
+        pytest.skip("taxonomy.yaml is not beside this checkout")
+    for entry in yaml.safe_load(taxonomy.read_text("utf-8")):
+        rule = CATALOGUE.get(entry["id"])
+        if rule is not None:
+            assert (rule.category, rule.role.value) == (entry["category"], entry["role"])
+
+
+@pytest.mark.parametrize("rule_id", sorted(CATALOGUE.by_id))
+def test_rule_examples(rule_id: str) -> None:
+    rule = CATALOGUE.by_id[rule_id]
+    assert len(rule.examples_match) >= 3
+    assert len(rule.examples_no_match) >= 2
+    result = self_test(rule)
+    assert result.passed, result.failures
+
+
+def write_rule(tmp_path: Path, text: str, category: str = "training-stability",
+               name: str = "amp-bf16-vs-fp16") -> Path:
+    folder = tmp_path / "pack" / category
+    folder.mkdir(parents=True)
+    (folder / f"{name}.yaml").write_text(text, "utf-8")
+    return tmp_path / "pack"
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (("weight: 0.95", "weight: 1.5"), "fingerprints[0].weight: must be smaller"),
+        (("role: root", "role: cause"), "role: must be one of"),
+        (("monitor: bf16-needs-compute-8", "monitor: nothing"), "monitor: names no fingerprint"),
+        (("fingerprints:", "fingerprint_list:"),
+         "fingerprint_list: unknown field (did you mean 'fingerprints'?)"),
+        (("pattern: \"Your setup doesn't support bf16\"", "pattern: '(unclosed'"),
+         "fingerprints[0].pattern: invalid regex"),
+        (("pattern: \"Your setup doesn't support bf16\"", "pattern: '(a+)+b'"),
+         "fingerprints[0].pattern: nested unbounded repetition"),
+        (("id: amp-bf16-vs-fp16", "id: other-id"), "id: must equal the file name"),
+        (("  explains: >-", "  explain: >-"), "verify.explain: unknown field"),
+        (("title: BF16 vs", "title: BF16: vs"), "(yaml): mapping values are not allowed here"),
+    ],
+)
+def test_invalid_rule_names_file_line_and_field(tmp_path: Path, change: tuple[str, str],
+                                                 where: str) -> None:
+    assert change[0] in VALID
+    text = VALID.replace(*change, 1)
+    line = text.splitlines().index(next(ln for ln in text.splitlines() if change[1] in ln)) + 1
+    pack = write_rule(tmp_path, text)
+    with pytest.raises(RuleError) as raised:
+        load_pack(pack)
+    message = str(raised.value)
+    path = pack / "training-stability" / "amp-bf16-vs-fp16.yaml"
+    assert message.startswith(f"{path}:{line}: "), message
+    assert where in message
+    assert "\n" not in message
+
+
+def test_folder_must_equal_category(tmp_path: Path) -> None:
+    pack = write_rule(tmp_path, VALID, category="memory")
+    with pytest.raises(RuleError, match=r":3: category: must equal the folder name 'memory'"):
+        load_pack(pack)
+
+
+def test_user_pack_adds_and_overrides(tmp_path: Path) -> None:
+    changed = VALID.replace("title: BF16 vs FP16 confusion", "title: Site-specific bf16 entry")
+    catalogue = load([write_rule(tmp_path, changed)])
+    assert catalogue.by_id["amp-bf16-vs-fp16"].title.startswith("Site-specific bf16 entry")
+    assert len(catalogue.rules) == len(CATALOGUE.rules)
+    extra = VALID.replace("id: amp-bf16-vs-fp16", "id: site-bf16").replace(
+        "title: BF16 vs FP16 confusion", "title: Site bf16")
+    second = tmp_path / "second"
+    (second / "training-stability").mkdir(parents=True)
+    (second / "training-stability" / "site-bf16.yaml").write_text(extra, "utf-8")
+    assert "site-bf16" in load([second]).by_id
+
+
+def test_where_conditions_compare_sizes_as_bytes() -> None:
+    assert quantity("3.87 GiB") == pytest.approx(3.87 * 2**30)
+    assert quantity("250.00 MiB") == 250 * 2**20
+    assert quantity("1e-4") == pytest.approx(1e-4)
+    assert quantity("nan GiB?") is None
+
+
+def test_empty_pack_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RuleError, match=r"no \*\.yaml rule files"):
+        load_pack(tmp_path)

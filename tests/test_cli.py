@@ -1,0 +1,168 @@
+"""The command line: the JSON contract, text for people, and one clear line for bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainmedic import inputs
+from trainmedic.cli import EXIT_INPUT, EXIT_ROOT_CAUSE, EXIT_RULES, EXIT_USAGE, main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "fp16-loss-scale-4ranks.log"
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "trainmedic", *args], input=stdin.decode() if stdin else None,
+        capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+
+
+def test_json_contract_on_the_bundled_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", str(EXAMPLE), "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) >= {"initiating_rank", "diagnoses", "ranks"}
+    assert result["initiating_rank"] == 2
+    first = result["diagnoses"][0]
+    assert set(first) >= {"rule_id", "title", "role", "confidence", "rank", "evidence", "fix",
+                          "verify"}
+    assert (first["rule_id"], first["role"], first["rank"]) == ("amp-loss-scale", "root", 2)
+    assert 0 < first["confidence"] <= 1
+    assert first["verify"] == "trainmedic probe amp"
+    evidence = first["evidence"][0]
+    assert set(evidence) == {"path", "line", "text"}
+    assert evidence["path"] == str(EXAMPLE)
+    assert "Minimum loss scale reached" in evidence["text"]
+    line = EXAMPLE.read_text("utf-8").splitlines()[evidence["line"] - 1]
+    assert line == evidence["text"]
+    assert result["ranks"]["2"] == {"status": "failed-first", "first_failure_line":
+                                    {"path": str(EXAMPLE), "line": evidence["line"]}}
+    roles = [d["role"] for d in result["diagnoses"]]
+    assert roles == sorted(roles, key=lambda r: r != "root")
+
+
+def test_text_output_names_cause_rank_fix_and_verification(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert "Root cause: Mixed precision loss scale" in out
+    assert "Initiating rank: 2" in out
+    assert "Fix:" in out
+    assert "GradScaler" in out
+    assert "Verify:  trainmedic probe amp" in out
+    assert f"{EXAMPLE}:137:" in out
+
+
+def test_stdin_and_exit_code_flag() -> None:
+    done = run("diagnose", "-", "--exit-code", stdin=EXAMPLE.read_bytes())
+    assert done.returncode == EXIT_ROOT_CAUSE, done.stderr
+    assert "Initiating rank: 2" in done.stdout
+    healthy = run("diagnose", "-", "--exit-code", "--format", "json",
+                  stdin=b"step 1 loss 2.0\nstep 2 loss 1.9\n")
+    assert healthy.returncode == 0
+    assert json.loads(healthy.stdout) == {"initiating_rank": None, "diagnoses": [], "ranks": {}}
+
+
+def test_directory_of_logs_is_read_recursively(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "attempt_0" / "2").mkdir(parents=True)
+    (tmp_path / "attempt_0" / "2" / "stderr.log").write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "model.bin").write_bytes(b"\0\1\2")
+    assert main(["diagnose", str(tmp_path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["diagnoses"][0]["rule_id"] == "amp-loss-scale"
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int, text: str) -> None:
+    assert done.returncode == code
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("trainmedic: ")
+    assert text in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    one_line_error(run("diagnose", str(tmp_path / "nope.log")), EXIT_INPUT,
+                   "nope.log: no such file or directory")
+
+
+def test_binary_file(tmp_path: Path) -> None:
+    path = tmp_path / "weights.pt"
+    path.write_bytes(b"PK\x03\x04\0\0binary")
+    one_line_error(run("diagnose", str(path)), EXIT_INPUT, "weights.pt: binary file, not a log")
+
+
+def test_directory_without_logs(tmp_path: Path) -> None:
+    (tmp_path / "a.png").write_bytes(b"\x89PNG")
+    one_line_error(run("diagnose", str(tmp_path)), EXIT_INPUT, "no log files in this directory")
+
+
+def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                         capsys: pytest.CaptureFixture[str]) -> None:
+    # Root reads files whatever their mode, so the refusal is simulated at open().
+    path = tmp_path / "secret.log"
+    path.write_text("x")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(inputs, "open", refuse, raising=False)
+    assert main(["diagnose", str(path)]) == EXIT_INPUT
+    assert capsys.readouterr().err == f"trainmedic: {path}: permission denied\n"
+
+
+def test_unreadable_directory_entry_is_reported_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "loop.log").symlink_to(tmp_path / "loop.log")
+    (tmp_path / "ok.log").write_bytes(EXAMPLE.read_bytes())
+    done = run("diagnose", str(tmp_path))
+    assert done.returncode == 0
+    assert "loop.log: skipped" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_malformed_rule_pack(tmp_path: Path) -> None:
+    folder = tmp_path / "pack" / "site"
+    folder.mkdir(parents=True)
+    (folder / "broken.yaml").write_text("id: broken\ntitle: x\n")
+    one_line_error(run("diagnose", str(EXAMPLE), "--rules", str(tmp_path / "pack")),
+                   EXIT_RULES, "broken.yaml:1: ")
+
+
+def test_usage_error_exit_code() -> None:
+    done = run("diagnose")
+    assert done.returncode == EXIT_USAGE
+    assert "the following arguments are required: PATH" in done.stderr
+
+
+def test_help_documents_exit_codes() -> None:
+    done = run("diagnose", "--help")
+    assert done.returncode == 0
+    assert "exit codes:" in done.stdout
+    assert "--format" in done.stdout
+
+
+def test_rules_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "list", "--format", "json"]) == 0
+    ids = {row["id"] for row in json.loads(capsys.readouterr().out)}
+    assert {"amp-loss-scale", "amp-bf16-vs-fp16"} <= ids
+    assert main(["rules", "show", "amp-bf16-vs-fp16"]) == 0
+    shown = capsys.readouterr().out
+    assert "Verify: trainmedic probe amp" in shown
+    assert "Root causes:" in shown
+    assert main(["rules", "show", "amp-loss"]) == EXIT_USAGE
+    assert "did you mean: amp-loss-scale" in capsys.readouterr().err
+    assert main(["rules", "test"]) == 0
+    assert "PASS  amp-loss-scale" in capsys.readouterr().out
+
+
+def test_diagnose_path_does_not_import_the_language_server() -> None:
+    code = ("import sys; from trainmedic.cli import main; "
+            f"main(['diagnose', {str(EXAMPLE)!r}]); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().endswith("[]")

@@ -1,0 +1,50 @@
+"""The labelled corpus of real logs: first diagnosis per log, and silence on healthy runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from trainmedic.catalogue import bundled
+from trainmedic.engine import diagnose
+from trainmedic.inputs import opened
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+CATALOGUE = bundled()
+
+
+def cases() -> list[tuple[Path, dict[str, Any]]]:
+    return [(labels.parent / case["file"], case)
+            for labels in sorted(CORPUS.glob("*/labels.yaml"))
+            for case in yaml.safe_load(labels.read_text("utf-8"))]
+
+
+def first_id(path: Path) -> str | None:
+    with opened([str(path)]) as streams:
+        diagnosis = diagnose(streams, CATALOGUE)
+    return diagnosis.findings[0].rule_id if diagnosis.findings else None
+
+
+FOUNDING = {"amp-loss-scale", "amp-bf16-vs-fp16"}
+
+
+@pytest.mark.parametrize(
+    ("path", "case"),
+    [c for c in cases() if c[1]["expected"] in FOUNDING],
+    ids=lambda v: v.name if isinstance(v, Path) else "",
+)
+def test_founding_entries_come_first(path: Path, case: dict[str, Any]) -> None:
+    assert first_id(path) in {case["expected"], *(case.get("also_ok") or [])}
+
+
+@pytest.mark.parametrize("path", sorted((CORPUS / "healthy").glob("*.log")), ids=lambda p: p.name)
+def test_healthy_runs_have_no_root_cause(path: Path) -> None:
+    with opened([str(path)]) as streams:
+        assert diagnose(streams, CATALOGUE).root_causes == ()
+
+
+def test_corpus_is_present() -> None:
+    assert len(cases()) >= 60, f"expected the labelled corpus at {CORPUS}"

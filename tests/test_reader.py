@@ -1,0 +1,67 @@
+"""The reader: bytes in, editor-numbered normalised lines out, in bounded memory."""
+
+from __future__ import annotations
+
+import io
+
+from trainmedic.reader import MAX_LINE_BYTES, read_chunks, read_lines
+
+
+def lines(data: bytes, chunk_bytes: int | None = None) -> list[tuple[int, str]]:
+    stream = io.BytesIO(data)
+    if chunk_bytes is None:
+        return [(ln.number, ln.text) for ln in read_lines(stream, "x.log")]
+    out = []
+    for chunk in read_chunks(stream, "x.log", chunk_bytes):
+        out += [(chunk.first_line + i, t) for i, t in enumerate(chunk.lines())]
+    return out
+
+
+def test_empty_file_has_no_lines() -> None:
+    assert lines(b"") == []
+
+
+def test_last_line_without_newline_is_kept() -> None:
+    assert lines(b"a\nb") == [(1, "a"), (2, "b")]
+
+
+def test_invalid_utf8_is_replaced_not_fatal() -> None:
+    assert lines(b"loss \xff\xfe ok\n") == [(1, "loss \ufffd\ufffd ok")]
+
+
+def test_ansi_colour_and_cursor_codes_are_stripped() -> None:
+    data = b"\x1b[31mRuntimeError\x1b[0m: boom\n\x1b]0;title\x07\x1b[2Kdone\n"
+    assert lines(data) == [(1, "RuntimeError: boom"), (2, "done")]
+
+
+def test_carriage_return_progress_resolves_to_final_text() -> None:
+    data = b" 10%|#   |\r 50%|#####|\r100%|##########|\nnext\n"
+    assert lines(data) == [(1, "100%|##########|"), (2, "next")]
+
+
+def test_crlf_is_one_line_break() -> None:
+    assert lines(b"a\r\nb\r\n") == [(1, "a"), (2, "b")]
+
+
+def test_lone_cr_never_splits_lines() -> None:
+    # Editors number this as two lines (split on \n); the overwritten text disappears.
+    assert lines(b"step 1\rstep 2\nfinal\n") == [(1, "step 2"), (2, "final")]
+
+
+def test_line_numbers_survive_chunk_boundaries() -> None:
+    data = b"".join(f"line {i}\n".encode() for i in range(1, 2001))
+    assert lines(data, chunk_bytes=97) == [(i, f"line {i}") for i in range(1, 2001)]
+
+
+def test_ten_megabyte_line_is_bounded_and_numbering_continues() -> None:
+    data = b"before\n" + b"x" * (10 * 1024 * 1024) + b"\nafter\n"
+    got = lines(data, chunk_bytes=1 << 16)
+    assert got[0] == (1, "before")
+    assert got[1][0] == 2
+    assert len(got[1][1]) == MAX_LINE_BYTES
+    assert got[2] == (3, "after")
+
+
+def test_multibyte_characters_split_across_reads_decode_intact() -> None:
+    data = ("é" * 5000 + "\n").encode()
+    assert lines(data, chunk_bytes=101) == [(1, "é" * 5000)]
