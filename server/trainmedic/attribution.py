@@ -1,15 +1,26 @@
 """Which rank started the failure, and what every rank did.
 
-A first version: the initiating rank is the rank of the earliest root-cause evidence; ranks
-with only collateral evidence, or root evidence after it, failed as a consequence.
+The initiating rank is the one whose root-cause failure came first. Collateral reports (peer
+timeouts, lost connections, the launcher's SIGTERMs) never start a failure. When no rank says
+why, the answer comes from the shape of the reports: the rank the others name in a collective
+mismatch, the rank whose collective sequence number lags, or the one rank that is missing from
+everyone's timeout reports. When every rank failed alike at once, no rank is blamed.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from functools import cmp_to_key
 
+from trainmedic.launcher import SIGTERM, LauncherReport
 from trainmedic.model import Finding, Line, RankReport, RankStatus, Role
+
+SIMULTANEOUS_SECONDS = 1.0
+_MISMATCH_PEER = re.compile(r"but Rank (\d{1,6}) is running collective")
+_SEQ = re.compile(r"SeqNum=(\d{1,12})")
 
 
 def _compare(a: Line, b: Line, order: Mapping[str, int]) -> int:
@@ -29,33 +40,142 @@ def chronological(lines: Iterable[Line], order: Mapping[str, int]) -> list[Line]
     return sorted(lines, key=cmp_to_key(compare))
 
 
-def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
-                    order: Mapping[str, int]) -> tuple[int | None, dict[int, RankReport]]:
-    first_root: dict[int, Line] = {}
-    first_any: dict[int, Line] = {}
+@dataclass(frozen=True)
+class Attribution:
+    rank: int | None
+    ranks: dict[int, RankReport]
+    reason: str
+
+
+def _first_lines(findings: Iterable[Finding], order: Mapping[str, int]
+                 ) -> dict[int, tuple[Line, str]]:
+    table: dict[int, tuple[Line, str]] = {}
+    for finding in findings:
+        for rank, line in finding.first_by_rank:
+            current = table.get(rank)
+            if current is None or _compare(line, current[0], order) < 0:
+                table[rank] = (line, finding.rule_id)
+    return table
+
+
+def _ranks_text(ranks: Iterable[int]) -> str:
+    ranks = sorted(ranks)
+    shown = ", ".join(map(str, ranks[:8]))
+    return shown + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
+
+
+def _named_by_mismatch(findings: list[Finding]) -> tuple[int, int] | None:
+    """The rank that the other ranks' collective-mismatch reports name, and by how many."""
+    votes: Counter[int] = Counter()
     for finding in findings:
         for line in finding.evidence:
-            if line.rank is None:
-                continue
-            for table in (first_any,) + ((first_root,) if finding.role is Role.ROOT else ()):
-                current = table.get(line.rank)
-                if current is None or _compare(line, current, order) < 0:
-                    table[line.rank] = line
-        if finding.role is Role.ROOT and finding.rank is not None:
-            line = finding.first
-            current = first_root.get(finding.rank)
-            if current is None or _compare(line, current, order) < 0:
-                first_root[finding.rank] = line
-    initiating = None
-    if first_root:
-        earliest = chronological(first_root.values(), order)[0]
-        initiating = next(r for r, line in first_root.items() if line is earliest)
-    ranks: dict[int, RankReport] = {}
-    for rank in sorted(set(ranks_seen) | first_any.keys()):
-        if rank == initiating:
-            ranks[rank] = RankReport(RankStatus.FAILED_FIRST, first_root[rank])
-        elif rank in first_any:
-            ranks[rank] = RankReport(RankStatus.FAILED_COLLATERAL, first_any[rank])
+            peers = {int(p) for p in _MISMATCH_PEER.findall(line.text)}
+            votes.update(peers - ({line.rank} if line.rank is not None else set()))
+    ranked = votes.most_common(2)
+    if ranked and ranked[0][1] >= 2 and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]):
+        return ranked[0]
+    return None
+
+
+def _lagging_sequence(collateral: dict[int, tuple[Line, str]]) -> tuple[int, int, int] | None:
+    """The one rank stuck in an earlier collective than the rest: (rank, its seq, others')."""
+    seqs = {}
+    for rank, (line, _) in collateral.items():
+        match = _SEQ.search(line.text)
+        if match:
+            seqs[rank] = int(match.group(1))
+    if len(seqs) < 2:
+        return None
+    low = min(seqs.values())
+    laggards = [r for r, s in seqs.items() if s == low]
+    if len(laggards) == 1 and len(seqs) > 2:
+        return laggards[0], low, max(seqs.values())
+    return None
+
+
+def _alike(top: Finding, failing: Iterable[int], order: Mapping[str, int]) -> bool:
+    """Every failing rank hit the top root cause, with no order between them to trust."""
+    ranks = dict(top.first_by_rank)
+    if len(ranks) < 2 or set(failing) - ranks.keys():
+        return False
+    stamps = [line.timestamp for line in ranks.values()]
+    if any(stamp is None for stamp in stamps):
+        return True
+    known = [s for s in stamps if s is not None]
+    return max(known) - min(known) <= SIMULTANEOUS_SECONDS
+
+
+def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
+                    report: LauncherReport, order: Mapping[str, int]) -> Attribution:
+    roots = [f for f in findings if f.role is Role.ROOT]
+    first_root = _first_lines(roots, order)
+    first_any = _first_lines(findings, order)
+    for exit_ in report.exits:
+        # A worker killed by a signal the launcher did not send failed by itself.
+        if exit_.rank is not None and exit_.signal and exit_.signal != SIGTERM \
+                and exit_.rank not in first_root:
+            first_root[exit_.rank] = first_any[exit_.rank] = (exit_.line, f"signal {exit_.signal}")
+    seen = set(ranks_seen)
+    known = seen | {e.rank for e in report.exits if e.rank is not None}
+    if report.world_size:
+        known |= set(range(report.world_size))
+
+    rank: int | None = None
+    reason = ""
+    mismatch = _named_by_mismatch([f for f in findings if f.rule_id == "collective-mismatch"])
+    if mismatch is not None:
+        rank = mismatch[0]
+        reason = (f"{mismatch[1]} ranks report a collective mismatch naming rank {rank} as the "
+                  "one running a different collective")
+    elif first_root and roots and _alike(roots[0], first_any, order):
+        reason = (f"ranks {_ranks_text(dict(roots[0].first_by_rank))} all failed with "
+                  f"{roots[0].rule_id} at the same time: the cause is common to every rank "
+                  "(code, data or configuration), no single rank started it")
+    elif first_root:
+        earliest = chronological([line for line, _ in first_root.values()], order)[0]
+        rank = next(r for r, (line, _) in first_root.items() if line is earliest)
+        others = sorted(set(first_any) - {rank})
+        reason = (f"rank {rank} failed first with a root cause ({first_root[rank][1]}, "
+                  f"{earliest.path}:{earliest.number})")
+        if others:
+            reason += f"; ranks {_ranks_text(others)} failed after it"
+    elif first_any:
+        lag = _lagging_sequence(first_any)
+        quiet = known - set(first_any)
+        if lag is not None:
+            rank = lag[0]
+            reason = (f"rank {rank} is stuck at collective sequence number {lag[1]} while the "
+                      f"others reached {lag[2]}: the others waited for it")
+        elif len(quiet) == 1:
+            rank = next(iter(quiet))
+            how = "was terminated by the launcher" if report.killed_by_launcher(rank) \
+                else "printed no failure"
+            reason = (f"ranks {_ranks_text(first_any)} reported collateral failures (timeouts, "
+                      f"lost peers) and rank {rank} {how}: it is the rank they waited for")
         else:
-            ranks[rank] = RankReport(RankStatus.HEALTHY)
-    return initiating, ranks
+            reason = (f"only collateral failures on ranks {_ranks_text(first_any)}; the rank "
+                      "that started it printed nothing here (add its log)")
+
+    elastic = report.torchelastic_root
+    if elastic is not None and elastic.rank is not None and rank is not None \
+            and elastic.rank != rank:
+        reason += (f"; torchelastic's 'Root Cause' names rank {elastic.rank}, which only "
+                   "reported the failure second-hand")
+
+    ranks: dict[int, RankReport] = {}
+    for r in sorted(known | set(first_any)):
+        if r == rank:
+            line_rule = first_root.get(r) or first_any.get(r)
+            exit_line = next((e.line for e in report.exits if e.rank == r), None)
+            ranks[r] = RankReport(RankStatus.FAILED_FIRST,
+                                  line_rule[0] if line_rule else exit_line,
+                                  line_rule[1] if line_rule else None)
+        elif r in first_any:
+            ranks[r] = RankReport(RankStatus.FAILED_COLLATERAL, *first_any[r])
+        elif report.killed_by_launcher(r):
+            ranks[r] = RankReport(RankStatus.KILLED)
+        elif r in seen:
+            ranks[r] = RankReport(RankStatus.HEALTHY)
+        else:
+            ranks[r] = RankReport(RankStatus.SILENT)
+    return Attribution(rank, ranks, reason)

@@ -13,12 +13,14 @@ from typing import BinaryIO
 
 from trainmedic.attribution import attribute_ranks, chronological
 from trainmedic.catalogue import Catalogue, Rule
-from trainmedic.events import Matcher, extract_events
-from trainmedic.model import Diagnosis, Event, Finding, Line, Role, Traceback
+from trainmedic.events import Matcher, RankCensus, extract_events
+from trainmedic.launcher import LAUNCHER, read_report
+from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback
 from trainmedic.reader import read_chunks
 
 EVIDENCE_PER_FINGERPRINT = 8
 TRACEBACKS_KEPT = 64
+LAUNCHER_FACTS_KEPT = 100_000
 
 
 @dataclass
@@ -36,6 +38,7 @@ class Evidence:
     tracebacks: list[Traceback] = field(default_factory=list)
     ranks_seen: set[int] = field(default_factory=set)
     paths: list[str] = field(default_factory=list)
+    launcher: list[tuple[Line, Hit]] = field(default_factory=list)
 
 
 def match_rules(events: Iterable[Event], paths: list[str] | None = None) -> Evidence:
@@ -49,6 +52,10 @@ def match_rules(events: Iterable[Event], paths: list[str] | None = None) -> Evid
         if event.traceback is not None and len(evidence.tracebacks) < TRACEBACKS_KEPT:
             evidence.tracebacks.append(event.traceback)
         for hit in event.hits:
+            if hit.rule_id == LAUNCHER:
+                if len(evidence.launcher) < LAUNCHER_FACTS_KEPT:
+                    evidence.launcher.append((line, hit))
+                continue
             found = evidence.rules.setdefault(hit.rule_id, _RuleEvidence())
             found.counts[hit.fingerprint] += 1
             kept = found.lines.setdefault(hit.fingerprint, [])
@@ -84,15 +91,12 @@ def score(evidence: Evidence, catalogue: Catalogue) -> list[Finding]:
         if confidence < rule.threshold or not lines:
             continue
         lines = chronological(set(lines), order)
-        ranked = chronological(found.first_by_rank.values(), order)
-        rank = next((r for r in _ranks_of(ranked, found)), None)
-        findings.append(Finding(rule.id, rule.role, rank, confidence, tuple(lines)))
+        by_rank = sorted(found.first_by_rank.items())
+        earliest = chronological([line for _, line in by_rank], order)
+        rank = next((r for r, line in by_rank if earliest and line is earliest[0]), None)
+        findings.append(Finding(rule.id, rule.role, rank, confidence, tuple(lines),
+                                tuple(by_rank)))
     return _ordered(findings, catalogue, order)
-
-
-def _ranks_of(lines: list[Line], found: _RuleEvidence) -> Iterable[int]:
-    by_line = {id(line): rank for rank, line in found.first_by_rank.items()}
-    return (by_line[id(line)] for line in lines)
 
 
 def _ordered(findings: list[Finding], catalogue: Catalogue,
@@ -119,9 +123,10 @@ def _ordered(findings: list[Finding], catalogue: Catalogue,
 
 def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
     findings = score(evidence, catalogue)
-    initiating, ranks = attribute_ranks(findings, evidence.ranks_seen,
-                                        {p: i for i, p in enumerate(evidence.paths)})
-    return Diagnosis(tuple(findings), initiating, ranks, tuple(evidence.tracebacks))
+    attribution = attribute_ranks(findings, evidence.ranks_seen, read_report(evidence.launcher),
+                                  {p: i for i, p in enumerate(evidence.paths)})
+    return Diagnosis(tuple(findings), attribution.rank, attribution.ranks,
+                     reason=attribution.reason, tracebacks=tuple(evidence.tracebacks))
 
 
 def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
@@ -129,8 +134,10 @@ def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
     """Read every input once and diagnose them together as one run."""
     matcher = matcher or Matcher(catalogue)
     inputs = list(inputs)
-    chunks = (chunk for path, stream in inputs for chunk in read_chunks(stream, path))
+    census = RankCensus()
+    chunks = census.observe(chunk for path, stream in inputs for chunk in read_chunks(stream, path))
     evidence = match_rules(extract_events(chunks, matcher), [path for path, _ in inputs])
+    evidence.ranks_seen |= census.ranks
     return diagnose_evidence(evidence, catalogue)
 
 

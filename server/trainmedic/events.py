@@ -10,8 +10,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from trainmedic.catalogue import Catalogue, Fingerprint
+from trainmedic.launcher import LAUNCHER, PATTERNS
 from trainmedic.model import Event, Hit, Line, Traceback
-from trainmedic.ranks import parse_rank
+from trainmedic.ranks import census, parse_rank, rank_of_path
 from trainmedic.reader import Chunk
 from trainmedic.regex_safety import required_literal
 from trainmedic.timestamps import Clock
@@ -31,10 +32,11 @@ class Matcher:
     name = "python-re"
 
     def __init__(self, catalogue: Catalogue) -> None:
+        launcher = ((LAUNCHER, Fingerprint(name, pattern, 1.0)) for name, pattern in PATTERNS)
+        rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
         self.patterns = tuple(
-            _Pattern(rule.id, fp, required_literal(fp.pattern, fp.ignore_case))
-            for rule in catalogue.rules
-            for fp in rule.fingerprints
+            _Pattern(rule_id, fp, required_literal(fp.pattern, fp.ignore_case))
+            for rule_id, fp in (*rules, *launcher)
         )
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
@@ -70,14 +72,34 @@ class _LineCounter:
 class _Source:
     """Per-file state carried across chunks: the clock and the open tracebacks."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str) -> None:
         self.clock = Clock()
         self.tracebacks = TracebackAssembler()
+        self.rank = rank_of_path(path)
+
+    def rank_of(self, text: str) -> tuple[int | None, str]:
+        rank, body = parse_rank(text)
+        return (self.rank if rank is None else rank), body
 
 
 def _next_traceback_start(text: str, start: int) -> int:
     found = [i for i in (text.find(m, start) for m in (HEADER, *CHAIN_MARKERS)) if i >= 0]
     return min(found) if found else -1
+
+
+class RankCensus:
+    """Taps a chunk stream and records every rank named anywhere, quiet ranks included."""
+
+    def __init__(self) -> None:
+        self.ranks: set[int] = set()
+
+    def observe(self, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
+        for chunk in chunks:
+            self.ranks |= census(chunk.text)
+            path_rank = rank_of_path(chunk.path)
+            if path_rank is not None:
+                self.ranks.add(path_rank)
+            yield chunk
 
 
 def _tracebacks(chunk: Chunk, source: _Source) -> dict[int, tuple[Line, Traceback]]:
@@ -92,7 +114,7 @@ def _tracebacks(chunk: Chunk, source: _Source) -> dict[int, tuple[Line, Tracebac
         while start < len(text) and budget:
             end = text.find("\n", start)
             raw = text[start:end]
-            rank, body = parse_rank(raw)
+            rank, body = source.rank_of(raw)
             line = Line(chunk.path, number, raw, rank)
             block = source.tracebacks.feed(line, body)
             if block is not None:
@@ -108,7 +130,7 @@ def extract_events(chunks: Iterable[Chunk], matcher: Matcher) -> Iterator[Event]
     """Events of every chunk in line order within each source."""
     sources: dict[str, _Source] = {}
     for chunk in chunks:
-        source = sources.setdefault(chunk.path, _Source())
+        source = sources.get(chunk.path) or sources.setdefault(chunk.path, _Source(chunk.path))
         hits: dict[int, list[Hit]] = {}
         lines: dict[int, Line] = {}
         counter = _LineCounter(chunk)
@@ -120,7 +142,7 @@ def extract_events(chunks: Iterable[Chunk], matcher: Matcher) -> Iterator[Event]
         blocks = _tracebacks(chunk, source)
         for number in sorted(lines.keys() | blocks.keys()):
             line = lines[number] if number in lines else blocks[number][0]
-            rank, body = parse_rank(line.text)
+            rank, body = source.rank_of(line.text)
             line = replace(line, rank=rank, timestamp=source.clock.parse(body))
             block = blocks.get(number)
             yield Event(line, tuple(hits.get(number, ())), block[1] if block else None)

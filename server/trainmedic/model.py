@@ -65,6 +65,7 @@ class Finding:
     rank: int | None
     confidence: float
     evidence: tuple[Line, ...]
+    first_by_rank: tuple[tuple[int, Line], ...] = ()
 
     @property
     def first(self) -> Line:
@@ -83,6 +84,7 @@ class RankStatus(str, Enum):
 class RankReport:
     status: RankStatus
     first_failure: Line | None = None
+    rule_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class Diagnosis:
     findings: tuple[Finding, ...]
     initiating_rank: int | None
     ranks: dict[int, RankReport] = field(default_factory=dict)
+    reason: str = ""
     tracebacks: tuple[Traceback, ...] = ()
     warnings: tuple[str, ...] = ()
 

@@ -51,3 +51,28 @@ def parse_rank(text: str) -> tuple[int | None, str]:
         if match:
             rank = int(match.group(1))
     return rank, body
+
+
+# Per-rank files: torchrun --log-dir (attempt_N/<local_rank>/stderr.log), SLURM %t, pod names.
+_PATH_RANK = (
+    re.compile(r"attempt_\d+[/\\](\d{1,6})[/\\](?:stdout|stderr|error)\.(?:log|json)$"),
+    re.compile(r"slurm-\d+[-_.](\d{1,6})\.(?:out|err|log)$"),
+    re.compile(r"(?:^|[/\\_.-])(?:rank|worker|proc|process|task)[-_]?(\d{1,6})(?:\.[a-z]{1,4})+$",
+               re.IGNORECASE),
+)
+# Rank markers counted over whole chunks, to know which ranks exist even if they stayed quiet.
+_CENSUS = re.compile(r"\[(?:rank ?|default|Rank )(\d{1,6})\]|^\[\d{1,6},(\d{1,6})\]<std", re.M)
+
+
+def rank_of_path(path: str) -> int | None:
+    """The rank a per-rank log file belongs to, from its name; None for a shared log."""
+    for pattern in _PATH_RANK:
+        match = pattern.search(path)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def census(text: str) -> set[int]:
+    """Every rank named by a rank marker anywhere in `text`."""
+    return {int(a or b) for a, b in set(_CENSUS.findall(text))}

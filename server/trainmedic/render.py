@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import textwrap
+from collections import Counter
 from typing import Any
 
+from trainmedic.attribution import chronological
 from trainmedic.catalogue import Catalogue, Rule
 from trainmedic.model import Diagnosis, Finding, Line, Role
 
 TEXT_EVIDENCE = 6
 TEXT_WIDTH = 160
+TEXT_WRAP = 96
+TIMELINE_ROWS = 12
 
 
 def finding_dict(finding: Finding, rule: Rule) -> dict[str, Any]:
@@ -30,6 +35,7 @@ def to_dict(diagnosis: Diagnosis, catalogue: Catalogue) -> dict[str, Any]:
     """The JSON contract of `trainmedic diagnose --format json`."""
     return {
         "initiating_rank": diagnosis.initiating_rank,
+        "initiating_reason": diagnosis.reason,
         "diagnoses": [finding_dict(f, catalogue.by_id[f.rule_id]) for f in diagnosis.findings],
         "ranks": {
             str(rank): {
@@ -60,6 +66,35 @@ def _evidence_lines(lines: tuple[Line, ...], limit: int = TEXT_EVIDENCE) -> list
     return shown
 
 
+def _wrap(text: str, prefix: str = "") -> list[str]:
+    return textwrap.wrap(text, TEXT_WRAP, initial_indent=prefix, subsequent_indent=prefix,
+                         break_on_hyphens=False, break_long_words=False) or [""]
+
+
+def _timeline(diagnosis: Diagnosis) -> list[str]:
+    """First failure per rank in the order they happened, with offsets from the first."""
+    if not diagnosis.ranks:
+        return []
+    rows = [(rank, report, report.first_failure) for rank, report in diagnosis.ranks.items()
+            if report.first_failure is not None]
+    order = {path: i for i, path in enumerate(dict.fromkeys(line.path for _, _, line in rows))}
+    position = {id(line): i for i, line in
+                enumerate(chronological((line for _, _, line in rows), order))}
+    rows.sort(key=lambda row: position[id(row[2])])
+    start = rows[0][2].timestamp if rows else None
+    out = ["", "Ranks (first failure per rank, in order):"]
+    for rank, report, line in rows[:TIMELINE_ROWS]:
+        offset = (f"+{line.timestamp - start:.3f}s"
+                  if start is not None and line.timestamp is not None else "")
+        out.append(f"  rank {rank:<5} {offset:>10}  {report.status.value:<17} "
+                   f"{report.rule_id or '':<24} {line.path}:{line.number}")
+    if len(rows) > TIMELINE_ROWS:
+        out.append(f"  … {len(rows) - TIMELINE_ROWS} more failing ranks")
+    counts = Counter(report.status.value for report in diagnosis.ranks.values())
+    out.append("  " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+    return out
+
+
 def _indent(text: str, prefix: str = "    ") -> list[str]:
     return [prefix + line if line else "" for line in text.strip().splitlines()]
 
@@ -79,8 +114,10 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
         out.append(f"Root cause: {rule.title}  [{rule.id}, confidence {top.confidence:.2f}]")
         rank = diagnosis.initiating_rank
         out.append(f"Initiating rank: {rank if rank is not None else 'not determined'}")
+        if diagnosis.reason:
+            out.extend(_wrap(f"({diagnosis.reason})", "  "))
         out.append("")
-        out.append(_clip(rule.summary, 10_000))
+        out.extend(_wrap(rule.summary))
         out.append("")
         out.append("Evidence:")
         out.extend(_evidence_lines(top.evidence))
@@ -89,7 +126,7 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
         out.extend(_indent(rule.fix))
         out.append("")
         out.append(f"Verify:  {rule.verify_command}")
-        out.extend(_indent(rule.verify_explains, "    "))
+        out.extend(_wrap(rule.verify_explains, "    "))
     others = [f for f in diagnosis.findings if not roots or f is not roots[0]]
     if others:
         out.append("")
@@ -102,13 +139,11 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
                        f"{rule.title}")
             first = finding.first
             out.append(f"    {first.path}:{first.number}: {_clip(first.text.strip())}")
-    if diagnosis.ranks:
+    if not roots and diagnosis.initiating_rank is not None:
         out.append("")
-        out.append("Ranks:")
-        for rank, report in diagnosis.ranks.items():
-            where = (f"  {report.first_failure.path}:{report.first_failure.number}"
-                     if report.first_failure else "")
-            out.append(f"  rank {rank}: {report.status.value}{where}")
+        out.append(f"Initiating rank: {diagnosis.initiating_rank}")
+        out.extend(_wrap(f"({diagnosis.reason})", "  "))
+    out.extend(_timeline(diagnosis))
     for warning in diagnosis.warnings:
         out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"

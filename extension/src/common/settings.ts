@@ -1,0 +1,116 @@
+/**
+ * The extension's settings, typed, and how they map to what the server receives.
+ * Pure: the caller passes a getter over `workspace.getConfiguration('trainmedic')`.
+ */
+import * as path from 'path';
+
+export const SECTION = 'trainmedic';
+
+export const COLLATERAL_SEVERITIES = ['information', 'hint', 'warning'] as const;
+export type CollateralSeverity = (typeof COLLATERAL_SEVERITIES)[number];
+
+export interface Settings {
+    readonly interpreter: string;
+    readonly rulePacks: readonly string[];
+    readonly logGlobs: readonly string[];
+    readonly diagnoseOnOpen: boolean;
+    readonly collateralSeverity: CollateralSeverity;
+    readonly scriptChecks: boolean;
+    readonly notifyOnFailedCommand: boolean;
+}
+
+/** Equal to the defaults in package.json and in the server's settings dataclass. */
+export const DEFAULT_SETTINGS: Settings = {
+    interpreter: '',
+    rulePacks: [],
+    logGlobs: ['**/*.log', '**/*.out', '**/*.err', '**/slurm-*.out'],
+    diagnoseOnOpen: true,
+    collateralSeverity: 'information',
+    scriptChecks: true,
+    notifyOnFailedCommand: true,
+};
+
+/** The `trainmedic` section as the server reads it: camelCase on the wire. */
+export interface ServerSettings {
+    readonly rulePacks: string[];
+    readonly logGlobs: string[];
+    readonly diagnoseOnOpen: boolean;
+    readonly collateralSeverity: CollateralSeverity;
+    readonly scriptChecks: boolean;
+    readonly workspaceTrusted: boolean;
+}
+
+/** Changing any of these restarts the server, so it starts with the new values. */
+export const RESTART_ON_CHANGE: readonly string[] = [
+    'interpreter',
+    'rulePacks',
+    'logGlobs',
+    'diagnoseOnOpen',
+    'collateralSeverity',
+    'scriptChecks',
+].map((key) => `${SECTION}.${key}`);
+
+export type ConfigGet = (key: string) => unknown;
+
+function isStringArray(value: unknown): value is string[] {
+    return Array.isArray(value) && value.every((v) => typeof v === 'string');
+}
+
+/**
+ * Typed settings. A value of the wrong type is reported through `report` and its default used,
+ * so a bad setting never stops the extension.
+ */
+export function readSettings(get: ConfigGet, report: (problem: string) => void): Settings {
+    const pick = <T>(key: keyof Settings, valid: (v: unknown) => v is T, fallback: T): T => {
+        const value = get(key);
+        if (value === undefined || valid(value)) {
+            return value ?? fallback;
+        }
+        report(`${SECTION}.${key} has an invalid value ${JSON.stringify(value)}; using the default ${JSON.stringify(fallback)}`);
+        return fallback;
+    };
+    const isString = (v: unknown): v is string => typeof v === 'string';
+    const isBoolean = (v: unknown): v is boolean => typeof v === 'boolean';
+    const isSeverity = (v: unknown): v is CollateralSeverity => COLLATERAL_SEVERITIES.some((s) => s === v);
+    const d = DEFAULT_SETTINGS;
+    return {
+        interpreter: pick('interpreter', isString, d.interpreter).trim(),
+        rulePacks: pick('rulePacks', isStringArray, d.rulePacks),
+        logGlobs: pick('logGlobs', isStringArray, d.logGlobs),
+        diagnoseOnOpen: pick('diagnoseOnOpen', isBoolean, d.diagnoseOnOpen),
+        collateralSeverity: pick('collateralSeverity', isSeverity, d.collateralSeverity),
+        scriptChecks: pick('scriptChecks', isBoolean, d.scriptChecks),
+        notifyOnFailedCommand: pick('notifyOnFailedCommand', isBoolean, d.notifyOnFailedCommand),
+    };
+}
+
+export interface PathContext {
+    /** The first workspace folder's path, when a folder is open. */
+    readonly workspaceFolder: string | undefined;
+    readonly userHome: string;
+}
+
+/** `~`, `${userHome}` and `${workspaceFolder}` expanded; a relative path taken from the workspace folder. */
+export function expandPath(value: string, context: PathContext): string {
+    let expanded = value
+        .replace(/\$\{userHome\}/g, context.userHome)
+        .replace(/^~(?=$|[\\/])/, context.userHome);
+    if (context.workspaceFolder !== undefined) {
+        expanded = expanded.replace(/\$\{workspaceFolder\}/g, context.workspaceFolder);
+        if (!path.isAbsolute(expanded) && !expanded.includes('${')) {
+            expanded = path.join(context.workspaceFolder, expanded);
+        }
+    }
+    return expanded;
+}
+
+export function toServerSettings(settings: Settings, trusted: boolean, context: PathContext): ServerSettings {
+    return {
+        rulePacks: settings.rulePacks.map((p) => expandPath(p, context)),
+        logGlobs: [...settings.logGlobs],
+        diagnoseOnOpen: settings.diagnoseOnOpen,
+        collateralSeverity: settings.collateralSeverity,
+        scriptChecks: settings.scriptChecks,
+        workspaceTrusted: trusted,
+    };
+}

@@ -1,0 +1,213 @@
+/**
+ * The server's answer to `trainmedic.diagnose`: the JSON of `trainmedic diagnose --format json`
+ * plus `markdown` and, when the server extracts metric samples, `series`.
+ * Parsed defensively: the answer crosses a process boundary.
+ */
+
+export interface Evidence {
+    readonly path: string;
+    /** 1-based line number within the text that was diagnosed. */
+    readonly line: number;
+    readonly text: string;
+}
+
+export type Role = 'root' | 'collateral';
+
+export interface Finding {
+    readonly ruleId: string;
+    readonly title: string;
+    readonly role: Role;
+    readonly confidence: number;
+    readonly rank: number | null;
+    readonly evidence: readonly Evidence[];
+    readonly fix: string;
+    readonly verify: string;
+}
+
+export interface LineRef {
+    readonly path: string;
+    readonly line: number;
+}
+
+export interface RankReport {
+    readonly rank: number;
+    /** failed-first, failed-collateral, killed, healthy or silent. */
+    readonly status: string;
+    readonly firstFailure: LineRef | null;
+}
+
+export interface Anomaly {
+    readonly step: number;
+    readonly label: string;
+}
+
+/** One metric of one rank over training steps: `steps[i]` goes with `values[i]`. */
+export interface MetricSeries {
+    readonly name: string;
+    readonly rank: number | null;
+    readonly steps: readonly number[];
+    readonly values: readonly (number | null)[];
+    readonly anomalies: readonly Anomaly[];
+}
+
+export interface DiagnoseResult {
+    readonly initiatingRank: number | null;
+    readonly findings: readonly Finding[];
+    readonly ranks: readonly RankReport[];
+    readonly markdown: string;
+    readonly series: readonly MetricSeries[];
+}
+
+export class MalformedResultError extends Error {
+    constructor(where: string) {
+        super(`the server's diagnosis is malformed at ${where}`);
+        this.name = 'MalformedResultError';
+    }
+}
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function object(value: unknown, where: string): Json {
+    if (!isObject(value)) {
+        throw new MalformedResultError(where);
+    }
+    return value;
+}
+
+function array(value: unknown, where: string): unknown[] {
+    if (!Array.isArray(value)) {
+        throw new MalformedResultError(where);
+    }
+    return value;
+}
+
+function string(value: unknown, where: string): string {
+    if (typeof value !== 'string') {
+        throw new MalformedResultError(where);
+    }
+    return value;
+}
+
+function number(value: unknown, where: string): number {
+    if (typeof value !== 'number' || !Number.isFinite(value)) {
+        throw new MalformedResultError(where);
+    }
+    return value;
+}
+
+function rankOrNull(value: unknown, where: string): number | null {
+    return value === null || value === undefined ? null : number(value, where);
+}
+
+function lineRef(value: unknown, where: string): LineRef {
+    const ref = object(value, where);
+    return { path: string(ref.path, `${where}.path`), line: number(ref.line, `${where}.line`) };
+}
+
+function evidence(value: unknown, where: string): Evidence {
+    const ev = object(value, where);
+    return { ...lineRef(ev, where), text: string(ev.text, `${where}.text`) };
+}
+
+function finding(value: unknown, where: string): Finding {
+    const d = object(value, where);
+    const role = string(d.role, `${where}.role`);
+    if (role !== 'root' && role !== 'collateral') {
+        throw new MalformedResultError(`${where}.role`);
+    }
+    return {
+        ruleId: string(d.rule_id, `${where}.rule_id`),
+        title: string(d.title, `${where}.title`),
+        role,
+        confidence: number(d.confidence, `${where}.confidence`),
+        rank: rankOrNull(d.rank, `${where}.rank`),
+        evidence: array(d.evidence, `${where}.evidence`).map((e, i) => evidence(e, `${where}.evidence[${i}]`)),
+        fix: string(d.fix, `${where}.fix`),
+        verify: string(d.verify, `${where}.verify`),
+    };
+}
+
+function rankReports(value: unknown): RankReport[] {
+    const ranks = object(value ?? {}, 'ranks');
+    return Object.entries(ranks)
+        .map(([key, report]): RankReport => {
+            const where = `ranks.${key}`;
+            const r = object(report, where);
+            const rank = Number(key);
+            if (!Number.isInteger(rank)) {
+                throw new MalformedResultError(where);
+            }
+            const first = r.first_failure_line;
+            return {
+                rank,
+                status: string(r.status, `${where}.status`),
+                firstFailure: first === null || first === undefined ? null : lineRef(first, `${where}.first_failure_line`),
+            };
+        })
+        .sort((a, b) => a.rank - b.rank);
+}
+
+function metricSeries(value: unknown, where: string): MetricSeries {
+    const s = object(value, where);
+    const steps = array(s.steps, `${where}.steps`).map((v, i) => number(v, `${where}.steps[${i}]`));
+    const values = array(s.values, `${where}.values`).map((v, i) => (v === null ? null : number(v, `${where}.values[${i}]`)));
+    if (steps.length !== values.length) {
+        throw new MalformedResultError(`${where}.values`);
+    }
+    const anomalies = array(s.anomalies ?? [], `${where}.anomalies`).map((a, i) => {
+        const an = object(a, `${where}.anomalies[${i}]`);
+        return { step: number(an.step, `${where}.anomalies[${i}].step`), label: string(an.label, `${where}.anomalies[${i}].label`) };
+    });
+    return { name: string(s.name, `${where}.name`), rank: rankOrNull(s.rank, `${where}.rank`), steps, values, anomalies };
+}
+
+/** The typed result, or a MalformedResultError naming the first field that is wrong. */
+export function parseDiagnoseResult(value: unknown): DiagnoseResult {
+    const r = object(value, 'the result');
+    return {
+        initiatingRank: rankOrNull(r.initiating_rank, 'initiating_rank'),
+        findings: array(r.diagnoses, 'diagnoses').map((d, i) => finding(d, `diagnoses[${i}]`)),
+        ranks: rankReports(r.ranks),
+        markdown: r.markdown === undefined ? '' : string(r.markdown, 'markdown'),
+        series: array(r.series ?? [], 'series').map((s, i) => metricSeries(s, `series[${i}]`)),
+    };
+}
+
+export interface RuleSummary {
+    readonly id: string;
+    readonly title: string;
+    readonly category: string;
+    readonly role: string;
+}
+
+export function parseRuleList(value: unknown): RuleSummary[] {
+    return array(value, 'the rule list').map((item, i) => {
+        const r = object(item, `rules[${i}]`);
+        return {
+            id: string(r.id, `rules[${i}].id`),
+            title: string(r.title, `rules[${i}].title`),
+            category: string(r.category, `rules[${i}].category`),
+            role: string(r.role, `rules[${i}].role`),
+        };
+    });
+}
+
+export interface CatalogueEntry {
+    readonly id: string;
+    readonly title: string;
+    readonly markdown: string;
+}
+
+export function parseCatalogueEntry(value: unknown): CatalogueEntry {
+    const e = object(value, 'the entry');
+    return { id: string(e.id, 'id'), title: string(e.title, 'title'), markdown: string(e.markdown, 'markdown') };
+}
+
+/** The most likely root cause: the server orders findings most likely root cause first. */
+export function rootCause(result: DiagnoseResult): Finding | undefined {
+    return result.findings.find((f) => f.role === 'root');
+}

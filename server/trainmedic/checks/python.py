@@ -1,0 +1,305 @@
+"""A parsed Python script: the `ast` tree with an index the checks share, and edit helpers.
+
+Edits are computed from `tokenize` tokens rather than by printing a new tree, so the rest of
+the line - spacing, parentheses, comments - stays as the user wrote it.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from bisect import bisect_left
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from trainmedic.checks.base import CheckError, Position, Range, TextEdit
+
+NEWLINES = re.compile(r"\r\n|\r|\n")
+Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_SKIP = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT,
+                   tokenize.DEDENT})
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as Python, editors and LSP count them (`\\n`, `\\r\\n` or `\\r`)."""
+    return NEWLINES.split(text)
+
+
+def dotted(node: ast.expr) -> str | None:
+    """`scaler`, `self.scaler`: the text of a plain name or attribute chain, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def keyword(call: ast.Call, name: str) -> ast.keyword | None:
+    return next((k for k in call.keywords if k.arg == name), None)
+
+
+def argument(call: ast.Call, name: str, index: int | None) -> ast.expr | None:
+    """The argument bound to parameter `name` (keyword, or positional at `index`)."""
+    found = keyword(call, name)
+    if found is not None:
+        return found.value
+    if index is not None and index < len(call.args) and not any(
+            isinstance(a, ast.Starred) for a in call.args[:index + 1]):
+        return call.args[index]
+    return None
+
+
+def has_star_kwargs(call: ast.Call) -> bool:
+    return any(k.arg is None for k in call.keywords)
+
+
+def literal(node: ast.expr | None) -> object:
+    """The value of a constant expression (`-1`, `2**16`, `1e6` included), else `...`."""
+    if node is None:
+        return ...
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            base, power = literal(node.left), literal(node.right)
+            if isinstance(base, int | float) and isinstance(power, int) and 0 <= power < 64:
+                return base ** power
+        return ...
+
+
+def method(call: ast.Call) -> tuple[ast.expr, str] | None:
+    """(receiver, name) for `receiver.name(...)`."""
+    if isinstance(call.func, ast.Attribute):
+        return call.func.value, call.func.attr
+    return None
+
+
+@dataclass(eq=False)
+class PythonSource:
+    """One script: its text, lines, tree, and the index every check reads."""
+
+    path: str
+    text: str
+    lines: list[str]
+    tree: ast.Module
+    imports: dict[str, str] = field(default_factory=dict)
+    parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
+    calls: list[ast.Call] = field(default_factory=list)
+    scopes: dict[ast.AST, Scope] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, path: str, text: str) -> PythonSource:
+        try:
+            tree = ast.parse(text, filename=path)
+        except SyntaxError as error:
+            line = max((error.lineno or 1) - 1, 0)
+            raise CheckError(f"{error.msg} (line {line + 1})", line,
+                             max((error.offset or 1) - 1, 0)) from None
+        except (ValueError, RecursionError, MemoryError) as error:
+            raise CheckError(f"cannot parse: {error}") from None
+        src = cls(path, text, split_lines(text), tree)
+        src._index()
+        return src
+
+    def _index(self) -> None:
+        stack: list[tuple[ast.AST, Scope]] = [(self.tree, self.tree)]
+        while stack:
+            node, scope = stack.pop()
+            inner = node if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) else scope
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+                stack.append((child, inner))
+            if isinstance(node, ast.Call):
+                self.calls.append(node)
+                self.scopes[node] = scope
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.imports[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".", 1)[0]
+                        self.imports[top] = top
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        self.calls.sort(key=lambda c: (c.lineno, c.col_offset))
+
+    # --- names ------------------------------------------------------------------------------
+
+    def qualname(self, node: ast.expr) -> str | None:
+        """The imported name an expression refers to: `nn.utils.clip_grad_norm_` →
+        `torch.nn.utils.clip_grad_norm_` after `import torch.nn as nn`."""
+        if isinstance(node, ast.Name):
+            return self.imports.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.qualname(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def calls_to(self, *names: str) -> Iterator[ast.Call]:
+        wanted = set(names)
+        return (c for c in self.calls if self.qualname(c.func) in wanted)
+
+    def alias_of(self, module: str) -> str | None:
+        """The local name bound to `module` (`torch`, or `T` after `import torch as T`)."""
+        return next((name for name, target in self.imports.items() if target == module), None)
+
+    # --- structure --------------------------------------------------------------------------
+
+    def statement(self, node: ast.AST) -> ast.stmt:
+        while not isinstance(node, ast.stmt):
+            node = self.parents[node]
+        return node
+
+    def loop_of(self, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
+        """The innermost loop around `node` within its function."""
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, _LOOPS):
+                return node
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                return None
+        return None
+
+    @staticmethod
+    def inside(node: ast.AST, outer: ast.AST) -> bool:
+        return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
+            (node.end_lineno or 0, node.end_col_offset or 0) <= \
+            (outer.end_lineno or 0, outer.end_col_offset or 0)  # type: ignore[attr-defined]
+
+    # --- positions --------------------------------------------------------------------------
+
+    def _char(self, lineno: int, byte_col: int) -> Position:
+        line = self.lines[lineno - 1]
+        if not line.isascii():
+            byte_col = len(line.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+        return Position(lineno - 1, byte_col)
+
+    def start(self, node: ast.expr | ast.stmt | ast.keyword) -> Position:
+        return self._char(node.lineno, node.col_offset)
+
+    def end(self, node: ast.expr | ast.stmt | ast.keyword) -> Position:
+        return self._char(node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+    def range(self, node: ast.expr | ast.stmt | ast.keyword) -> Range:
+        return Range(self.start(node), self.end(node))
+
+    def segment(self, node: ast.expr | ast.stmt | ast.keyword) -> str:
+        return ast.get_source_segment(self.text, node) or ""
+
+    @cached_property
+    def newline(self) -> str:
+        match = NEWLINES.search(self.text)
+        return match.group(0) if match else "\n"
+
+    # --- tokens -----------------------------------------------------------------------------
+
+    @cached_property
+    def _tokens(self) -> list[tokenize.TokenInfo]:
+        """Significant tokens (no comments, newlines or indentation), in order."""
+        tokens = tokenize.generate_tokens(io.StringIO(self.text).readline)
+        return [t for t in tokens if t.type not in _SKIP]
+
+    @cached_property
+    def _token_starts(self) -> list[Position]:
+        return [Position(t.start[0] - 1, t.start[1]) for t in self._tokens]
+
+    def _token_at_or_after(self, pos: Position) -> int:
+        return bisect_left(self._token_starts, pos)
+
+    def _span(self, index: int) -> Range:
+        token = self._tokens[index]
+        return Range(Position(token.start[0] - 1, token.start[1]),
+                     Position(token.end[0] - 1, token.end[1]))
+
+    def open_paren(self, call: ast.Call) -> int:
+        """Index of the token `(` that opens `call`'s arguments."""
+        index = self._token_at_or_after(self.end(call.func))
+        while self._tokens[index].string != "(":
+            index += 1
+        return index
+
+    def close_paren(self, call: ast.Call) -> int:
+        end = self.end(call)
+        return self._token_at_or_after(Position(end.line, end.character - 1))
+
+    # --- edits ------------------------------------------------------------------------------
+
+    def insert_first_argument(self, call: ast.Call, text: str) -> TextEdit:
+        """`f(a)` → `f(text, a)`; `f()` → `f(text)`; a first argument on its own line keeps it."""
+        paren = self.open_paren(call)
+        following = self._span(paren + 1)
+        if self._tokens[paren + 1].string == ")":
+            return TextEdit(Range(self._span(paren).end, self._span(paren).end), text)
+        return TextEdit(Range(following.start, following.start), f"{text}, ")
+
+    def append_argument(self, call: ast.Call, text: str) -> TextEdit:
+        """`f(a)` → `f(a, text)`; with a trailing comma, a new line in the same style."""
+        close = self.close_paren(call)
+        before = self._tokens[close - 1]
+        after = self._span(close - 1).end
+        if before.string == "(":
+            return TextEdit(Range(after, after), text)
+        if before.string == "," and before.start[0] != self._tokens[close].start[0]:
+            line = self.lines[after.line]
+            last_arg = self._span(close - 2).start.line
+            indent = _indent(self.lines[last_arg])
+            end = Position(after.line, len(line))
+            return TextEdit(Range(end, end), f"{self.newline}{indent}{text},")
+        if before.string == ",":
+            return TextEdit(Range(after, after), f" {text}")
+        return TextEdit(Range(after, after), f", {text}")
+
+    def delete_keyword(self, call: ast.Call, kw: ast.keyword) -> TextEdit:
+        """Remove `kw` and one comma; a keyword alone on its line goes with its line."""
+        start, end = self.start(kw), self.end(kw)
+        nxt = self._token_at_or_after(end)
+        prev = self._token_at_or_after(start) - 1
+        own_line = not self.lines[start.line][:start.character].strip()
+        if self._tokens[nxt].string == ",":
+            comma = self._span(nxt)
+            rest = self.lines[comma.end.line][comma.end.character:].strip()
+            if own_line and (not rest or rest.startswith("#")):
+                return TextEdit(Range(Position(start.line, 0), Position(comma.end.line + 1, 0)),
+                                "")
+            if self._tokens[nxt + 1].string != ")":
+                return TextEdit(Range(start, self._span(nxt + 1).start), "")
+            end = comma.end
+        if self._tokens[prev].string == "(":
+            return TextEdit(Range(start, end), "")
+        return TextEdit(Range(self._span(prev).start, end if end != self.end(kw) else end), "") \
+            if self._tokens[prev].string == "," else TextEdit(Range(start, end), "")
+
+    def alone_on_line(self, stmt: ast.stmt) -> bool:
+        """The statement starts its first line and nothing but a comment follows it."""
+        start, end = self.start(stmt), self.end(stmt)
+        rest = self.lines[end.line][end.character:].strip()
+        return not self.lines[start.line][:start.character].strip() and \
+            (not rest or rest.startswith("#"))
+
+    def insert_line_after(self, stmt: ast.stmt, code: str) -> TextEdit:
+        indent = _indent(self.lines[self.start(stmt).line])
+        end_line = self.end(stmt).line
+        if end_line + 1 < len(self.lines):
+            at = Position(end_line + 1, 0)
+            return TextEdit(Range(at, at), f"{indent}{code}{self.newline}")
+        at = Position(end_line, len(self.lines[end_line]))
+        return TextEdit(Range(at, at), f"{self.newline}{indent}{code}")
+
+    def insert_line_before(self, stmt: ast.stmt, code: str) -> TextEdit:
+        line = self.start(stmt).line
+        at = Position(line, 0)
+        return TextEdit(Range(at, at), f"{_indent(self.lines[line])}{code}{self.newline}")
+
+    def delete_lines(self, stmt: ast.stmt) -> TextEdit:
+        start, end = self.start(stmt).line, self.end(stmt).line
+        return TextEdit(Range(Position(start, 0), Position(end + 1, 0)), "")
+
+
+def _indent(line: str) -> str:
+    return line[:len(line) - len(line.lstrip())]
