@@ -33,14 +33,19 @@ def test_json_contract_on_the_bundled_example(capsys: pytest.CaptureFixture[str]
     assert (first["rule_id"], first["role"], first["rank"]) == ("amp-loss-scale", "root", 2)
     assert 0 < first["confidence"] <= 1
     assert first["verify"] == "trainmedic probe amp"
-    evidence = first["evidence"][0]
-    assert set(evidence) == {"path", "line", "text"}
-    assert evidence["path"] == str(EXAMPLE)
-    assert "Minimum loss scale reached" in evidence["text"]
-    line = EXAMPLE.read_text("utf-8").splitlines()[evidence["line"] - 1]
-    assert line == evidence["text"]
+    lines = EXAMPLE.read_text("utf-8").splitlines()
+    for evidence in first["evidence"]:
+        assert set(evidence) == {"path", "line", "text"}
+        assert evidence["path"] == str(EXAMPLE)
+        assert lines[evidence["line"] - 1] == evidence["text"]
+    texts = [e["text"] for e in first["evidence"]]
+    assert "[rank2] step 9 loss=" in texts[0]  # the scale collapsing below 128
+    assert "loss_scale=128" in texts[0]
+    assert any("Minimum loss scale reached" in text for text in texts)
     assert result["ranks"]["2"] == {"status": "failed-first", "first_failure_line":
-                                    {"path": str(EXAMPLE), "line": evidence["line"]}}
+                                    {"path": str(EXAMPLE), "line": first["evidence"][0]["line"]}}
+    assert [a["detector"] for a in result["series"]["loss_scale"]["anomalies"]][:1] == \
+        ["scale-collapse"]
     roles = [d["role"] for d in result["diagnoses"]]
     assert roles == sorted(roles, key=lambda r: r != "root")
 
@@ -55,6 +60,7 @@ def test_text_output_names_cause_rank_fix_and_verification(
     assert "GradScaler" in out
     assert "Verify:  trainmedic probe amp" in out
     assert f"{EXAMPLE}:137:" in out
+    assert "loss_scale █" in out
 
 
 def test_stdin_and_exit_code_flag() -> None:
@@ -64,7 +70,9 @@ def test_stdin_and_exit_code_flag() -> None:
     healthy = run("diagnose", "-", "--exit-code", "--format", "json",
                   stdin=b"step 1 loss 2.0\nstep 2 loss 1.9\n")
     assert healthy.returncode == 0
-    assert json.loads(healthy.stdout) == {"initiating_rank": None, "diagnoses": [], "ranks": {}}
+    assert json.loads(healthy.stdout) == {
+        "initiating_rank": None, "initiating_reason": "", "diagnoses": [], "ranks": {},
+        "series": {"loss": {"rank": None, "points": [[1.0, 2.0], [2.0, 1.9]], "anomalies": []}}}
 
 
 def test_directory_of_logs_is_read_recursively(tmp_path: Path,

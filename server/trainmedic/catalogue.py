@@ -95,6 +95,15 @@ class Fingerprint:
 
 
 @dataclass(frozen=True)
+class DetectorRef:
+    """A numeric detector counted as evidence, like a fingerprint with this weight."""
+
+    name: str
+    weight: float
+    params: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
 class Example:
     text: str
     source: str
@@ -129,6 +138,7 @@ class Rule:
     references: tuple[Reference, ...] = ()
     outranks: tuple[str, ...] = ()
     threshold: float = 0.5
+    detectors: tuple[DetectorRef, ...] = ()
     source: str = ""
 
     @classmethod
@@ -167,6 +177,11 @@ class Rule:
             references=tuple(Reference(r["title"], r["url"]) for r in data.get("references", ())),
             outranks=tuple(data.get("outranks", ())),
             threshold=float(data.get("threshold", 0.5)),
+            detectors=tuple(
+                DetectorRef(d["name"], float(d["weight"]),
+                            tuple(sorted((k, float(v)) for k, v in d.get("params", {}).items())))
+                for d in data.get("detectors", ())
+            ),
             source=source,
         )
 

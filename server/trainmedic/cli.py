@@ -142,6 +142,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return int(PROBES[args.name].run())
 
 
+def cmd_lsp(args: argparse.Namespace) -> int:
+    from trainmedic.lsp.server import serve  # the LSP stack loads only for this command
+
+    return serve()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from trainmedic.probes import PROBES
 
@@ -199,6 +205,13 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("name", choices=sorted(PROBES), metavar="NAME",
                        help="one of: " + ", ".join(sorted(PROBES)))
     probe.set_defaults(func=cmd_probe)
+
+    lsp = commands.add_parser(
+        "lsp", help="run the language server on stdin/stdout (started by the editor)",
+        description="The language server behind the VS Code extension, speaking LSP on "
+                    "stdin/stdout. Editors start it; there is nothing to type.",
+        epilog=EXIT_CODES, formatter_class=_Formatter)
+    lsp.set_defaults(func=cmd_lsp)
     return parser
 
 

@@ -14,9 +14,11 @@ from typing import BinaryIO
 from trainmedic.attribution import attribute_ranks, chronological
 from trainmedic.catalogue import Catalogue, Rule
 from trainmedic.events import Matcher, RankCensus, extract_events
+from trainmedic.formats import adapt
 from trainmedic.launcher import LAUNCHER, read_report
 from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback
 from trainmedic.reader import read_chunks
+from trainmedic.series import MetricSeries, detector_key
 
 EVIDENCE_PER_FINGERPRINT = 8
 TRACEBACKS_KEPT = 64
@@ -39,12 +41,17 @@ class Evidence:
     ranks_seen: set[int] = field(default_factory=set)
     paths: list[str] = field(default_factory=list)
     launcher: list[tuple[Line, Hit]] = field(default_factory=list)
+    metrics: MetricSeries = field(default_factory=lambda: MetricSeries.for_keys(()))
 
 
-def match_rules(events: Iterable[Event], paths: list[str] | None = None) -> Evidence:
-    evidence = Evidence(paths=list(paths or []))
+def match_rules(events: Iterable[Event], catalogue: Catalogue,
+                paths: list[str] | None = None) -> Evidence:
+    keys = (detector_key(d.name, dict(d.params)) for r in catalogue.rules for d in r.detectors)
+    evidence = Evidence(paths=list(paths or []), metrics=MetricSeries.for_keys(keys))
     for event in events:
         line = event.line
+        if event.sample is not None:
+            evidence.metrics.feed(event.sample, line)
         if line.path not in evidence.paths:
             evidence.paths.append(line.path)
         if line.rank is not None:
@@ -70,12 +77,23 @@ def match_rules(events: Iterable[Event], paths: list[str] | None = None) -> Evid
     return evidence
 
 
-def _confidence(rule: Rule, found: _RuleEvidence) -> tuple[float, list[Line]]:
+def _confidence(rule: Rule, found: _RuleEvidence,
+                metrics: MetricSeries) -> tuple[float, list[Line]]:
     miss, lines = 1.0, list[Line]()
     for fp in rule.fingerprints:
         if found.counts[fp.name] >= fp.min_count:
             miss *= 1.0 - fp.weight
             lines.extend(found.lines.get(fp.name, ()))
+    for ref in rule.detectors:
+        fired = metrics.fired(detector_key(ref.name, dict(ref.params)))
+        if fired:
+            miss *= 1.0 - ref.weight
+            lines.extend(fired)
+            for line in fired:
+                current = found.first_by_rank.get(line.rank) if line.rank is not None else None
+                if line.rank is not None and (current is None or (
+                        current.path == line.path and line.number < current.number)):
+                    found.first_by_rank[line.rank] = line
     return round(1.0 - miss, 3), lines
 
 
@@ -83,11 +101,12 @@ def score(evidence: Evidence, catalogue: Catalogue) -> list[Finding]:
     """Findings whose confidence reaches their rule's threshold, most likely root cause first."""
     order = {path: index for index, path in enumerate(evidence.paths)}
     findings = []
-    for rule_id, found in evidence.rules.items():
+    with_detectors = {r.id: _RuleEvidence() for r in catalogue.rules if r.detectors}
+    for rule_id, found in {**with_detectors, **evidence.rules}.items():
         rule = catalogue.get(rule_id)
         if rule is None:
             continue
-        confidence, lines = _confidence(rule, found)
+        confidence, lines = _confidence(rule, found, evidence.metrics)
         if confidence < rule.threshold or not lines:
             continue
         lines = chronological(set(lines), order)
@@ -126,17 +145,21 @@ def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
     attribution = attribute_ranks(findings, evidence.ranks_seen, read_report(evidence.launcher),
                                   {p: i for i, p in enumerate(evidence.paths)})
     return Diagnosis(tuple(findings), attribution.rank, attribution.ranks,
-                     reason=attribution.reason, tracebacks=tuple(evidence.tracebacks))
+                     reason=attribution.reason, tracebacks=tuple(evidence.tracebacks),
+                     series=evidence.metrics.to_json())
 
 
 def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
              matcher: Matcher | None = None) -> Diagnosis:
     """Read every input once and diagnose them together as one run."""
     matcher = matcher or Matcher(catalogue)
-    inputs = list(inputs)
+    sources = [adapt(path, stream) for path, stream in inputs]
     census = RankCensus()
-    chunks = census.observe(chunk for path, stream in inputs for chunk in read_chunks(stream, path))
-    evidence = match_rules(extract_events(chunks, matcher), [path for path, _ in inputs])
+    chunks = census.observe(chunk for source in sources
+                            for chunk in read_chunks(source.stream, source.path))
+    times = {s.path: s.timestamp for s in sources if s.timestamp is not None}
+    evidence = match_rules(extract_events(chunks, matcher, times), catalogue,
+                           [s.path for s in sources])
     evidence.ranks_seen |= census.ranks
     return diagnose_evidence(evidence, catalogue)
 

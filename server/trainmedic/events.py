@@ -6,17 +6,21 @@ and given their rank and timestamp, so the cost of a quiet line is the regex sca
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from trainmedic.catalogue import Catalogue, Fingerprint
 from trainmedic.launcher import LAUNCHER, PATTERNS
+from trainmedic.metrics import TRIGGER, parse_sample
 from trainmedic.model import Event, Hit, Line, Traceback
 from trainmedic.ranks import census, parse_rank, rank_of_path
 from trainmedic.reader import Chunk
 from trainmedic.regex_safety import required_literal
 from trainmedic.timestamps import Clock
 from trainmedic.tracebacks import CHAIN_MARKERS, HEADER, MAX_BLOCK_LINES, TracebackAssembler
+
+
+METRIC = "@metric"
 
 
 @dataclass(frozen=True)
@@ -33,10 +37,11 @@ class Matcher:
 
     def __init__(self, catalogue: Catalogue) -> None:
         launcher = ((LAUNCHER, Fingerprint(name, pattern, 1.0)) for name, pattern in PATTERNS)
+        metric = ((METRIC, Fingerprint("metric", TRIGGER, 1.0)),)
         rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
         self.patterns = tuple(
             _Pattern(rule_id, fp, required_literal(fp.pattern, fp.ignore_case))
-            for rule_id, fp in (*rules, *launcher)
+            for rule_id, fp in (*rules, *launcher, *metric)
         )
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
@@ -126,9 +131,15 @@ def _tracebacks(chunk: Chunk, source: _Source) -> dict[int, tuple[Line, Tracebac
     return done
 
 
-def extract_events(chunks: Iterable[Chunk], matcher: Matcher) -> Iterator[Event]:
-    """Events of every chunk in line order within each source."""
+def extract_events(chunks: Iterable[Chunk], matcher: Matcher,
+                   file_times: Mapping[str, float] | None = None) -> Iterator[Event]:
+    """Events of every chunk in line order within each source.
+
+    `file_times` gives a timestamp for every line of a source whose lines carry none of their
+    own (an error file written at the moment of failure).
+    """
     sources: dict[str, _Source] = {}
+    file_times = file_times or {}
     for chunk in chunks:
         source = sources.get(chunk.path) or sources.setdefault(chunk.path, _Source(chunk.path))
         hits: dict[int, list[Hit]] = {}
@@ -143,6 +154,11 @@ def extract_events(chunks: Iterable[Chunk], matcher: Matcher) -> Iterator[Event]
         for number in sorted(lines.keys() | blocks.keys()):
             line = lines[number] if number in lines else blocks[number][0]
             rank, body = source.rank_of(line.text)
-            line = replace(line, rank=rank, timestamp=source.clock.parse(body))
+            stamp = source.clock.parse(body)
+            line = replace(line, rank=rank,
+                           timestamp=stamp if stamp is not None else file_times.get(chunk.path))
             block = blocks.get(number)
-            yield Event(line, tuple(hits.get(number, ())), block[1] if block else None)
+            found = tuple(hits.get(number, ()))
+            sample = parse_sample(body) if any(h.rule_id == METRIC for h in found) else None
+            yield Event(line, tuple(h for h in found if h.rule_id != METRIC),
+                        block[1] if block else None, sample)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainmedic.metrics import Sample
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Event:
     line: Line
     hits: tuple[Hit, ...] = ()
     traceback: Traceback | None = None
+    sample: Sample | None = None
 
 
 class Role(str, Enum):
@@ -95,6 +100,7 @@ class Diagnosis:
     initiating_rank: int | None
     ranks: dict[int, RankReport] = field(default_factory=dict)
     reason: str = ""
+    series: dict[str, Any] = field(default_factory=dict)
     tracebacks: tuple[Traceback, ...] = ()
     warnings: tuple[str, ...] = ()
 

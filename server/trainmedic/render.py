@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from collections import Counter
 from typing import Any
@@ -47,6 +48,7 @@ def to_dict(diagnosis: Diagnosis, catalogue: Catalogue) -> dict[str, Any]:
             }
             for rank, report in diagnosis.ranks.items()
         },
+        "series": diagnosis.series,
     }
 
 
@@ -60,10 +62,15 @@ def _clip(text: str, width: int = TEXT_WIDTH) -> str:
 
 
 def _evidence_lines(lines: tuple[Line, ...], limit: int = TEXT_EVIDENCE) -> list[str]:
-    shown = [f"    {ln.path}:{ln.number}: {_clip(ln.text.strip())}" for ln in lines[:limit]]
-    if len(lines) > limit:
-        shown.append(f"    … {len(lines) - limit} more")
-    return shown
+    """The first and the last lines of the evidence: how it started and how it ended."""
+    def show(ln: Line) -> str:
+        return f"    {ln.path}:{ln.number}: {_clip(ln.text.strip())}"
+
+    if len(lines) <= limit:
+        return [show(ln) for ln in lines]
+    half = limit // 2
+    return [*map(show, lines[:half]), f"    … {len(lines) - limit} more",
+            *map(show, lines[-half:])]
 
 
 def _wrap(text: str, prefix: str = "") -> list[str]:
@@ -92,6 +99,44 @@ def _timeline(diagnosis: Diagnosis) -> list[str]:
         out.append(f"  … {len(rows) - TIMELINE_ROWS} more failing ranks")
     counts = Counter(report.status.value for report in diagnosis.ranks.values())
     out.append("  " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+    return out
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 48
+
+
+def sparkline(values: list[float | None]) -> str:
+    """One character per value; log-scaled when the values span orders of magnitude."""
+    finite = [v for v in values if v is not None]
+    if not finite:
+        return "×" * len(values)
+    logarithmic = min(finite) > 0 and max(finite) / min(finite) > 100
+
+    def level(v: float) -> float:
+        return math.log10(v) if logarithmic else v
+
+    low, high = level(min(finite)), level(max(finite))
+    span = (high - low) or 1.0
+    return "".join("×" if v is None else SPARK[int((level(v) - low) / span * (len(SPARK) - 1))]
+                   for v in values)
+
+
+def _sparklines(series: dict[str, Any]) -> list[str]:
+    if not series:
+        return []
+    out = ["", "Metrics:"]
+    for name, data in series.items():
+        values = [value for _, value in data["points"]]
+        step = max(1, math.ceil(len(values) / SPARK_WIDTH))
+        shown = values[::step]
+        last = values[-1] if values else None
+        rank = f" (rank {data['rank']})" if data["rank"] is not None else ""
+        out.append(f"  {name:<10} {sparkline(shown):<{SPARK_WIDTH}}  last "
+                   f"{'nan/inf' if last is None else f'{last:.4g}'}{rank}")
+        for anomaly in data["anomalies"][:3]:
+            out.append(f"  {'':<10} ^ {anomaly['detector']} at "
+                       f"{anomaly['path']}:{anomaly['line']}")
     return out
 
 
@@ -144,6 +189,7 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
         out.append(f"Initiating rank: {diagnosis.initiating_rank}")
         out.extend(_wrap(f"({diagnosis.reason})", "  "))
     out.extend(_timeline(diagnosis))
+    out.extend(_sparklines(diagnosis.series))
     for warning in diagnosis.warnings:
         out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"
@@ -197,3 +243,52 @@ def rule_text(rule: Rule) -> str:
     if rule.source:
         out += ["", f"Source: {rule.source}"]
     return "\n".join(out) + "\n"
+
+
+def rank_of(finding: Finding, line: Line) -> int | None:
+    """The rank that printed an evidence line, also when only the matched text named it."""
+    if line.rank is not None:
+        return line.rank
+    ranks = [rank for rank, first in finding.first_by_rank if first == line]
+    if ranks:
+        return ranks[0]
+    return finding.rank if len(finding.first_by_rank) <= 1 else None
+
+
+def finding_markdown(finding: Finding, diagnosis: Diagnosis, catalogue: Catalogue) -> str:
+    """One finding for a hover: what it is, why it happens, the fix, and how to prove the fix."""
+    rule = catalogue.by_id[finding.rule_id]
+    roots = diagnosis.root_causes
+    if roots and finding is roots[0]:
+        heading = "Root cause"
+    elif finding.role is Role.ROOT:
+        heading = "Also found"
+    else:
+        heading = "Collateral"
+    facts = [f"`{rule.id}`", f"confidence {finding.confidence:.2f}"]
+    if heading == "Root cause" and diagnosis.initiating_rank is not None:
+        facts.append(f"initiating rank {diagnosis.initiating_rank}")
+    per_rank = Counter(rank_of(finding, line) for line in finding.evidence)
+    ordered = sorted(per_rank.items(), key=lambda item: (item[0] is None, item[0] or 0))
+    counts = ", ".join(f"{'no rank' if rank is None else f'rank {rank}'}: {n}"
+                       for rank, n in ordered)
+    parts = [f"**{heading}: {rule.title}**", " · ".join(facts),
+             f"**Why.** {rule.summary}",
+             "**Fix**", f"```text\n{rule.fix}\n```",
+             f"**Verify:** `{rule.verify_command}`. {rule.verify_explains}",
+             f"**Evidence lines per rank:** {counts}"]
+    if rule.related:
+        parts.append("**Related:** " + ", ".join(f"`{r}`" for r in rule.related))
+    return "\n\n".join(parts) + "\n"
+
+
+def diagnosis_markdown(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
+    """The root cause entry for the results panel; a plain statement when there is none."""
+    if not diagnosis.findings:
+        return "No known failure found in this text.\n"
+    top = diagnosis.findings[0]
+    head = "" if diagnosis.root_causes else \
+        "No root cause found: only collateral failures (another rank or layer failed without " \
+        "saying why in this text).\n\n"
+    reason = f"\n*Initiating rank: {diagnosis.reason}*\n" if diagnosis.reason else ""
+    return head + finding_markdown(top, diagnosis, catalogue) + reason

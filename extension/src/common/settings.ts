@@ -114,3 +114,8 @@ export function toServerSettings(settings: Settings, trusted: boolean, context: 
         workspaceTrusted: trusted,
     };
 }
+
+/** The interpreter setting as a command: a bare name (`python3.11`) stays a PATH lookup, a path is expanded. */
+export function interpreterCommand(value: string, context: PathContext): string {
+    return /[\\/]|^~|\$\{/.test(value) ? expandPath(value, context) : value;
+}

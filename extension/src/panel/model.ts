@@ -80,8 +80,7 @@ const METRICS: Readonly<Record<string, { title: string; logScale: boolean; order
 };
 
 function baseName(path: string): string {
-    const parts = path.split(/[\\/]/);
-    return parts[parts.length - 1] || path;
+    return path.split(/[\\/]/).filter(Boolean).pop() ?? path;
 }
 
 function lineLabel(ref: LineRef): string {
@@ -185,11 +184,8 @@ function evidenceRows(result: DiagnoseResult, places: Places): EvidenceRow[] {
 
 /** The rule ids under the entry's `## Related` heading, as `rule_markdown` writes them. */
 export function relatedFromMarkdown(markdown: string): string[] {
-    const section = /^## Related\s*\n+([^\n]*)/m.exec(markdown);
-    if (!section) {
-        return [];
-    }
-    return [...section[1].matchAll(/`([a-z0-9][a-z0-9-]*)`/g)].map((m) => m[1]);
+    const line = /^## Related\s*\n+([^\n]*)/m.exec(markdown)?.[1] ?? '';
+    return [...line.matchAll(/`([a-z0-9][a-z0-9-]*)`/g)].flatMap((m) => (m[1] ? [m[1]] : []));
 }
 
 function relatedIds(result: DiagnoseResult, root: Finding | undefined): string[] {
@@ -212,20 +208,18 @@ export function buildCharts(series: readonly MetricSeries[]): ChartModel[] {
         .map(([name, group]) => {
             const steps = [...new Set(group.flatMap((s) => s.steps))].sort((a, b) => a - b);
             const column = new Map(steps.map((step, i) => [step, i]));
-            const lines = group.map((s) => {
-                const at = new Map(s.steps.map((step, i) => [step, s.values[i]]));
-                return { label: s.rank === null ? name : `rank ${s.rank}`, values: steps.map((step) => at.get(step) ?? null) };
-            });
             const anomalies: (number | null)[] = steps.map(() => null);
             const anomalyLabels: string[] = steps.map(() => '');
-            group.forEach((s, si) => {
+            const lines = group.map((s) => {
+                const at = new Map(s.steps.map((step, i) => [step, s.values[i] ?? null]));
                 for (const a of s.anomalies) {
                     const i = column.get(a.step);
                     if (i !== undefined) {
-                        anomalies[i] = lines[si].values[i];
+                        anomalies[i] = at.get(a.step) ?? null;
                         anomalyLabels[i] = anomalyLabels[i] ? `${anomalyLabels[i]}; ${a.label}` : a.label;
                     }
                 }
+                return { label: s.rank === null ? name : `rank ${s.rank}`, values: steps.map((step) => at.get(step) ?? null) };
             });
             const info = metricInfo(name);
             return { title: info.title, logScale: info.logScale, steps, lines, anomalies, anomalyLabels };

@@ -57,6 +57,10 @@ function themeColour(name: string, fallback: string): string {
     return getComputedStyle(document.body).getPropertyValue(name).trim() || fallback;
 }
 
+// uPlot declares its scale kinds as a const enum in its .d.ts only, which a bundler cannot inline.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-enum-assignment
+const LOGARITHMIC = 3 as uPlot.Scale.Distr;
+
 const LINE_COLOURS = ['--vscode-charts-blue', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-orange', '--vscode-charts-yellow'];
 
 function positiveOrNull(values: (number | null)[]): (number | null)[] {
@@ -71,7 +75,7 @@ function chartOptions(chart: ChartModel, width: number): uPlot.Options {
     return {
         width,
         height: 180,
-        scales: { x: { time: false }, y: chart.logScale ? { distr: 3 } : {} },
+        scales: { x: { time: false }, y: chart.logScale ? { distr: LOGARITHMIC } : {} },
         axes: [{ ...axis, label: 'step' }, { ...axis, size: 70 }],
         legend: { live: true },
         cursor: { drag: { x: false, y: false } },
@@ -79,7 +83,7 @@ function chartOptions(chart: ChartModel, width: number): uPlot.Options {
             { label: 'step' },
             ...chart.lines.map((line, i) => ({
                 label: line.label,
-                stroke: themeColour(LINE_COLOURS[i % LINE_COLOURS.length], foreground),
+                stroke: themeColour(LINE_COLOURS[i % LINE_COLOURS.length] ?? '--vscode-charts-blue', foreground),
                 width: 1.5,
                 spanGaps: true,
             })),
@@ -91,7 +95,7 @@ function chartOptions(chart: ChartModel, width: number): uPlot.Options {
                 paths: () => null,
                 points: { show: true, size: 9, stroke: anomaly, fill: anomaly },
                 value: (_u: uPlot, v: number | null, _s: number, idx: number | null) =>
-                    v === null || idx === null ? '—' : chart.anomalyLabels[idx] || String(v),
+                    v === null || idx === null ? '—' : chart.anomalyLabels[idx] ?? String(v),
             },
         ],
     };
@@ -110,7 +114,9 @@ function drawCharts(): void {
     const charts = JSON.parse(source.textContent) as ChartModel[];
     const plots: uPlot[] = [];
     const draw = (): void => {
-        plots.splice(0).forEach((p) => p.destroy());
+        for (const plot of plots.splice(0)) {
+            plot.destroy();
+        }
         document.querySelectorAll<HTMLElement>('[data-chart]').forEach((box) => {
             const chart = charts[Number(box.dataset.chart)];
             if (chart) {

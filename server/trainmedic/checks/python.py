@@ -11,7 +11,7 @@ import io
 import re
 import tokenize
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -91,6 +91,7 @@ class PythonSource:
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
     calls: list[ast.Call] = field(default_factory=list)
     scopes: dict[ast.AST, Scope] = field(default_factory=dict)
+    import_froms: list[ast.ImportFrom] = field(default_factory=list)
 
     @classmethod
     def parse(cls, path: str, text: str) -> PythonSource:
@@ -125,9 +126,11 @@ class PythonSource:
                         top = alias.name.split(".", 1)[0]
                         self.imports[top] = top
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                self.import_froms.append(node)
                 for alias in node.names:
                     self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         self.calls.sort(key=lambda c: (c.lineno, c.col_offset))
+        self.import_froms.sort(key=lambda s: s.lineno)
 
     # --- names ------------------------------------------------------------------------------
 
@@ -141,9 +144,8 @@ class PythonSource:
             return f"{base}.{node.attr}" if base else None
         return None
 
-    def calls_to(self, *names: str) -> Iterator[ast.Call]:
-        wanted = set(names)
-        return (c for c in self.calls if self.qualname(c.func) in wanted)
+    def calls_to(self, names: Collection[str]) -> Iterator[ast.Call]:
+        return (c for c in self.calls if self.qualname(c.func) in names)
 
     def alias_of(self, module: str) -> str | None:
         """The local name bound to `module` (`torch`, or `T` after `import torch as T`)."""
@@ -167,10 +169,10 @@ class PythonSource:
         return None
 
     @staticmethod
-    def inside(node: ast.AST, outer: ast.AST) -> bool:
+    def inside(node: ast.expr | ast.stmt, outer: ast.stmt) -> bool:
         return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
             (node.end_lineno or 0, node.end_col_offset or 0) <= \
-            (outer.end_lineno or 0, outer.end_col_offset or 0)  # type: ignore[attr-defined]
+            (outer.end_lineno or 0, outer.end_col_offset or 0)
 
     # --- positions --------------------------------------------------------------------------
 
@@ -217,6 +219,14 @@ class PythonSource:
         return Range(Position(token.start[0] - 1, token.start[1]),
                      Position(token.end[0] - 1, token.end[1]))
 
+    def module_range(self, stmt: ast.ImportFrom) -> Range:
+        """The dotted module name of `from a.b import c`."""
+        first = self._token_at_or_after(self.start(stmt)) + 1
+        last = first
+        while self._tokens[last + 1].string != "import":
+            last += 1
+        return Range(self._span(first).start, self._span(last).end)
+
     def open_paren(self, call: ast.Call) -> int:
         """Index of the token `(` that opens `call`'s arguments."""
         index = self._token_at_or_after(self.end(call.func))
@@ -230,13 +240,23 @@ class PythonSource:
 
     # --- edits ------------------------------------------------------------------------------
 
+    def argument_start(self, call: ast.Call, index: int) -> Position:
+        """Where positional argument `index` starts, before any parentheses around it."""
+        if index == 0:
+            return self._span(self.open_paren(call) + 1).start
+        token = self._token_at_or_after(self.end(call.args[index - 1]))
+        while self._tokens[token].string != ",":
+            token += 1
+        return self._span(token + 1).start
+
     def insert_first_argument(self, call: ast.Call, text: str) -> TextEdit:
         """`f(a)` → `f(text, a)`; `f()` → `f(text)`; a first argument on its own line keeps it."""
         paren = self.open_paren(call)
-        following = self._span(paren + 1)
         if self._tokens[paren + 1].string == ")":
-            return TextEdit(Range(self._span(paren).end, self._span(paren).end), text)
-        return TextEdit(Range(following.start, following.start), f"{text}, ")
+            at = self._span(paren).end
+            return TextEdit(Range(at, at), text)
+        at = self._span(paren + 1).start
+        return TextEdit(Range(at, at), f"{text}, ")
 
     def append_argument(self, call: ast.Call, text: str) -> TextEdit:
         """`f(a)` → `f(a, text)`; with a trailing comma, a new line in the same style."""
@@ -255,16 +275,16 @@ class PythonSource:
             return TextEdit(Range(after, after), f" {text}")
         return TextEdit(Range(after, after), f", {text}")
 
-    def delete_keyword(self, call: ast.Call, kw: ast.keyword) -> TextEdit:
+    def delete_keyword(self, kw: ast.keyword) -> TextEdit:
         """Remove `kw` and one comma; a keyword alone on its line goes with its line."""
         start, end = self.start(kw), self.end(kw)
         nxt = self._token_at_or_after(end)
         prev = self._token_at_or_after(start) - 1
-        own_line = not self.lines[start.line][:start.character].strip()
         if self._tokens[nxt].string == ",":
             comma = self._span(nxt)
             rest = self.lines[comma.end.line][comma.end.character:].strip()
-            if own_line and (not rest or rest.startswith("#")):
+            if not self.lines[start.line][:start.character].strip() and \
+                    (not rest or rest.startswith("#")):
                 return TextEdit(Range(Position(start.line, 0), Position(comma.end.line + 1, 0)),
                                 "")
             if self._tokens[nxt + 1].string != ")":
@@ -272,15 +292,17 @@ class PythonSource:
             end = comma.end
         if self._tokens[prev].string == "(":
             return TextEdit(Range(start, end), "")
-        return TextEdit(Range(self._span(prev).start, end if end != self.end(kw) else end), "") \
-            if self._tokens[prev].string == "," else TextEdit(Range(start, end), "")
+        return TextEdit(Range(self._span(prev).start, end), "")
+
+    def starts_line(self, stmt: ast.stmt) -> bool:
+        start = self.start(stmt)
+        return not self.lines[start.line][:start.character].strip()
 
     def alone_on_line(self, stmt: ast.stmt) -> bool:
         """The statement starts its first line and nothing but a comment follows it."""
-        start, end = self.start(stmt), self.end(stmt)
+        end = self.end(stmt)
         rest = self.lines[end.line][end.character:].strip()
-        return not self.lines[start.line][:start.character].strip() and \
-            (not rest or rest.startswith("#"))
+        return self.starts_line(stmt) and (not rest or rest.startswith("#"))
 
     def insert_line_after(self, stmt: ast.stmt, code: str) -> TextEdit:
         indent = _indent(self.lines[self.start(stmt).line])

@@ -9,7 +9,11 @@ from __future__ import annotations
 from types import ModuleType
 
 from trainmedic.probes import amp
+from trainmedic.probes import dataloader
+from trainmedic.probes import memory
 
 PROBES: dict[str, ModuleType] = {
     "amp": amp,
+    "memory": memory,
+    "dataloader": dataloader,
 }

@@ -1,0 +1,212 @@
+/**
+ * The language server's life: find Python, start `python -m trainmedic lsp` with the bundled
+ * libraries on PYTHONPATH, restart it (serialised and coalesced), and send it commands.
+ */
+import * as os from 'os';
+import * as path from 'path';
+import * as vscode from 'vscode';
+import {
+    ExecuteCommandRequest,
+    LanguageClient,
+    LanguageClientOptions,
+    ResponseError,
+    RevealOutputChannelOn,
+    ServerOptions,
+} from 'vscode-languageclient/node';
+import { Interpreter, describeAttempts, pathNames, resolveInterpreter } from './interpreter';
+import { probePython, pythonExtensionInterpreter, selectInterpreter } from './python';
+import { CoalescingRunner } from './serial';
+import { PathContext, SECTION, ServerSettings, Settings, interpreterCommand, readSettings, toServerSettings } from './settings';
+
+export const CLIENT_ID = 'trainmedic';
+const CLIENT_NAME = 'TrainMedic';
+
+export type ServerState = 'starting' | 'running' | 'stopped' | 'noPython' | 'failed';
+
+export class ServerNotRunningError extends Error {
+    constructor() {
+        super('the TrainMedic server is not running (see the TrainMedic output)');
+        this.name = 'ServerNotRunningError';
+    }
+}
+
+export function currentSettings(log: vscode.LogOutputChannel): Settings {
+    const config = vscode.workspace.getConfiguration(SECTION);
+    return readSettings(
+        (key) => config.get(key),
+        (problem) => {
+            log.warn(problem);
+        },
+    );
+}
+
+export function pathContext(): PathContext {
+    return { workspaceFolder: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, userHome: os.homedir() };
+}
+
+function documentSelector(settings: Settings): LanguageClientOptions['documentSelector'] {
+    return [
+        ...settings.logGlobs.map((pattern) => ({ scheme: 'file', pattern })),
+        ...(settings.scriptChecks ? [{ scheme: 'file', language: 'python' }] : []),
+    ];
+}
+
+export class ServerManager implements vscode.Disposable {
+    private client: LanguageClient | undefined;
+    private readonly runner = new CoalescingRunner(() => this.restartNow());
+    private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
+    private current: ServerState = 'stopped';
+    private interpreterInUse: Interpreter | undefined;
+
+    readonly onDidChangeState = this.stateEmitter.event;
+
+    constructor(
+        private readonly context: vscode.ExtensionContext,
+        private readonly log: vscode.LogOutputChannel,
+    ) {}
+
+    get state(): ServerState {
+        return this.current;
+    }
+
+    /** The Python the server runs on, which also runs `trainmedic` verification commands. */
+    get interpreter(): Interpreter | undefined {
+        return this.interpreterInUse;
+    }
+
+    get bundledLibs(): string {
+        return this.context.asAbsolutePath(path.join('bundled', 'libs'));
+    }
+
+    /** Restarts the server; calls while a restart is running coalesce into one more restart. */
+    restart(): Promise<void> {
+        return this.runner.run();
+    }
+
+    /** The server's answer to a `workspace/executeCommand`, once it is running. */
+    async execute(command: string, args: unknown[]): Promise<unknown> {
+        await this.runner.idle();
+        const client = this.client;
+        if (!client || this.current !== 'running') {
+            throw new ServerNotRunningError();
+        }
+        return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
+    }
+
+    async dispose(): Promise<void> {
+        await this.stop();
+        this.stateEmitter.dispose();
+    }
+
+    private setState(state: ServerState): void {
+        this.current = state;
+        this.stateEmitter.fire(state);
+    }
+
+    private async stop(): Promise<void> {
+        const client = this.client;
+        this.client = undefined;
+        if (client) {
+            this.log.info('Server: stopping');
+            try {
+                await client.stop();
+            } catch (error) {
+                this.log.warn(`Server: stop failed: ${String(error)}`);
+            }
+            await client.dispose();
+        }
+        this.setState('stopped');
+    }
+
+    private async restartNow(): Promise<void> {
+        await this.stop();
+        this.setState('starting');
+        const settings = currentSettings(this.log);
+        const trusted = vscode.workspace.isTrusted;
+        const context = pathContext();
+        this.log.info(`Server: starting (workspace ${trusted ? 'trusted' : 'not trusted'})`);
+        const resolution = await resolveInterpreter(
+            {
+                setting: interpreterCommand(settings.interpreter, context),
+                pythonExtension: () => pythonExtensionInterpreter(vscode.workspace.workspaceFolders?.[0]?.uri, trusted, this.log),
+                pathNames: pathNames(process.platform),
+            },
+            probePython,
+            this.log,
+        );
+        this.interpreterInUse = resolution.interpreter;
+        if (!resolution.interpreter) {
+            this.setState('noPython');
+            this.log.error(`Server: no usable Python 3.10+ found; tried ${describeAttempts(resolution.attempts)}`);
+            void this.offerInterpreterChoice();
+            return;
+        }
+        const serverSettings = toServerSettings(settings, trusted, context);
+        const client = this.createClient(resolution.interpreter, settings, serverSettings);
+        this.client = client;
+        try {
+            await client.start();
+            this.setState('running');
+            this.log.info('Server: running');
+        } catch (error) {
+            this.setState('failed');
+            this.log.error(`Server: failed to start: ${String(error)}`);
+            void vscode.window
+                .showErrorMessage(`TrainMedic: the server did not start: ${String(error)}`, 'Show output')
+                .then((choice) => {
+                    if (choice) {
+                        this.log.show();
+                    }
+                });
+        }
+    }
+
+    private createClient(interpreter: Interpreter, settings: Settings, serverSettings: ServerSettings): LanguageClient {
+        const libs = this.bundledLibs;
+        const pythonPath = [libs, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter);
+        const serverOptions: ServerOptions = {
+            command: interpreter.executable,
+            args: ['-m', 'trainmedic', 'lsp'],
+            options: {
+                cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? this.context.extensionPath,
+                env: { ...process.env, PYTHONPATH: pythonPath, PYTHONUTF8: '1' },
+            },
+        };
+        this.log.info(`Server: ${interpreter.executable} -m trainmedic lsp (PYTHONPATH=${pythonPath})`);
+        const clientOptions: LanguageClientOptions = {
+            documentSelector: documentSelector(settings),
+            outputChannel: this.log,
+            revealOutputChannelOn: RevealOutputChannelOn.Never,
+            initializationOptions: serverSettings,
+            middleware: {
+                workspace: {
+                    // The server asks for the `trainmedic` section: answer with what it needs,
+                    // including Workspace Trust, which is not a user setting.
+                    configuration: async (params, token, next) => {
+                        const answers: unknown = await next(params, token);
+                        if (!Array.isArray(answers)) {
+                            return answers as ResponseError;
+                        }
+                        const values: unknown[] = answers;
+                        return params.items.map((item, i): unknown => (item.section === SECTION ? serverSettings : values[i]));
+                    },
+                },
+            },
+        };
+        return new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
+    }
+
+    private async offerInterpreterChoice(): Promise<void> {
+        const choice = await vscode.window.showErrorMessage(
+            'TrainMedic needs Python 3.10 or newer to run its local server, and none was found. ' +
+                'Select an interpreter, or set trainmedic.interpreter.',
+            'Select interpreter',
+            'Show output',
+        );
+        if (choice === 'Select interpreter') {
+            await selectInterpreter();
+        } else if (choice === 'Show output') {
+            this.log.show();
+        }
+    }
+}

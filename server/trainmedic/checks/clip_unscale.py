@@ -1,0 +1,111 @@
+"""TM105: gradient clipping on scaled gradients (no `scaler.unscale_` before it)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from trainmedic.checks.amp import amp_facts, scaled_loss_receiver
+from trainmedic.checks.base import Check, CheckFinding
+from trainmedic.checks.python import PythonSource, dotted, method
+
+CLIPS = frozenset(f"torch.nn.utils.{module}{name}"
+                  for module in ("", "clip_grad.")
+                  for name in ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"))
+
+
+@dataclass
+class _Window:
+    """From `S.scale(loss).backward()` to `S.step(...)`: gradients are scaled by S."""
+
+    scaler: str
+    unscaled: bool = False
+    reported: bool = False
+
+
+class ClipBeforeUnscale(Check):
+    """Gradient clipping after `scaler.scale(loss).backward()` without `scaler.unscale_`.
+
+    ## What it does
+    Within one function, finds the first `clip_grad_norm_`/`clip_grad_value_` between a
+    scaled backward pass and `scaler.step(...)` when `scaler.unscale_(optimizer)` does not
+    come before it.
+
+    ## Why is this bad?
+    After a scaled backward the gradients are multiplied by the loss scale (65536 at the
+    start). Clipping them to `max_norm=1.0` then clips almost every step to a tiny fraction
+    of the intended norm, and the threshold changes whenever the scale does; the norm it
+    returns for logging is scaled too.
+
+    ## Example
+    ```python
+    scaler.scale(loss).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+    ```
+
+    ## Fix safety
+    Safe for one optimizer: inserts `S.unscale_(optimizer)` before the clipping statement,
+    with the optimizer taken from the `S.step(...)` that follows; `step()` then skips its own
+    unscaling. No fix is offered when no such step is found in the function.
+    """
+
+    code = "TM105"
+    rule_id = "amp-loss-scale"
+    name = "clip-scaled-gradients"
+
+    def python(self, src: PythonSource) -> Iterator[CheckFinding]:
+        if not amp_facts(src).scaler_keys:
+            return
+        windows: dict[ast.AST, _Window] = {}
+        for call in src.calls:
+            scope = src.scopes[call]
+            scaler = scaled_loss_receiver(call)
+            if scaler:
+                windows[scope] = _Window(scaler)
+                continue
+            window = windows.get(scope)
+            if window is None:
+                continue
+            receiver, name = method(call) or (None, "")
+            key = dotted(receiver) if receiver is not None else None
+            if key == window.scaler and name == "unscale_":
+                window.unscaled = True
+            elif key == window.scaler and name == "step":
+                del windows[scope]
+            elif src.qualname(call.func) in CLIPS and not (window.unscaled or window.reported):
+                window.reported = True
+                yield self._report(src, call, window.scaler)
+
+    def _report(self, src: PythonSource, clip: ast.Call, scaler: str) -> CheckFinding:
+        step = _following_step(src, clip, scaler)
+        stmt = src.statement(clip)
+        fix = None
+        if step is not None and src.starts_line(stmt):
+            optimizer = src.segment(step.args[0])
+            fix = [src.insert_line_before(stmt, f"{scaler}.unscale_({optimizer})")]
+        return self.finding(src.range(clip.func),
+                            f"gradients are clipped while still scaled by {scaler}: call "
+                            f"{scaler}.unscale_(optimizer) before clipping", fix)
+
+
+def _following_step(src: PythonSource, clip: ast.Call, scaler: str) -> ast.Call | None:
+    """The first `scaler.step(optimizer)` after `clip` in the same function."""
+    for call in src.calls:
+        if src.scopes[call] is src.scopes[clip] and call.args and \
+                (call.lineno, call.col_offset) > (clip.lineno, clip.col_offset) and \
+                isinstance(call.func, ast.Attribute) and call.func.attr == "step" and \
+                dotted(call.func.value) == scaler:
+            return call
+    return None

@@ -1,0 +1,112 @@
+"""TM101: the deprecated `torch.cuda.amp` API."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from trainmedic.checks.amp import CUDA_AUTOCAST
+from trainmedic.checks.base import Check, CheckFinding, Range, TextEdit
+from trainmedic.checks.python import PythonSource
+
+_MODULES = ("torch.cuda.amp", "torch.cuda.amp.grad_scaler", "torch.cuda.amp.autocast_mode")
+_SCALER = {f"{m}.GradScaler" for m in _MODULES}
+_AUTOCAST = {f"{m}.autocast" for m in _MODULES}
+_MOVABLE = {"GradScaler", "autocast"}
+
+
+class DeprecatedCudaAmp(Check):
+    """`torch.cuda.amp.GradScaler(...)` and `torch.cuda.amp.autocast(...)` are deprecated.
+
+    ## What it does
+    Finds calls to `torch.cuda.amp.GradScaler` and `torch.cuda.amp.autocast`, however they
+    were imported, and `from torch.cuda.amp import ...` statements.
+
+    ## Why is this bad?
+    Since torch 2.4 both emit a FutureWarning on every call and are kept only as thin
+    wrappers of the device-generic `torch.amp` API; they will be removed. The deprecated
+    `autocast` also takes `enabled` as its first positional argument where `torch.autocast`
+    takes the device, so code moved by hand silently changes meaning.
+
+    ## Example
+    ```python
+    scaler = torch.cuda.amp.GradScaler(init_scale=1024)
+    with torch.cuda.amp.autocast(dtype=torch.float16):
+        loss = model(batch)
+    ```
+
+    ## Use instead
+    ```python
+    scaler = torch.amp.GradScaler("cuda", init_scale=1024)
+    with torch.autocast("cuda", dtype=torch.float16):
+        loss = model(batch)
+    ```
+
+    ## Fix safety
+    Safe: the new calls construct the same objects with the same arguments (positional
+    `autocast` arguments are given their keyword names). A `from torch.cuda.amp import`
+    statement is rewritten together with every call of the names it imports; it is left
+    alone when it imports anything but `GradScaler` and `autocast`.
+    """
+
+    code = "TM101"
+    rule_id = "amp-loss-scale"
+    name = "deprecated-cuda-amp"
+
+    def python(self, src: PythonSource) -> Iterator[CheckFinding]:
+        torch = src.alias_of("torch")
+        from_imports = {stmt: _import_fix(src, stmt) for stmt in src.import_froms
+                        if stmt.module in _MODULES}
+        for stmt, edits in from_imports.items():
+            yield self.finding(src.module_range(stmt),
+                               f"{stmt.module} is deprecated: import GradScaler and autocast "
+                               "from torch.amp and pass the device \"cuda\"", edits)
+        imported_from = {alias.asname or alias.name: stmt for stmt in from_imports
+                         for alias in stmt.names}
+        for call in src.calls:
+            qualname = src.qualname(call.func)
+            if qualname not in _SCALER | _AUTOCAST:
+                continue
+            scaler = qualname in _SCALER
+            fix: list[TextEdit] | None = None
+            if isinstance(call.func, ast.Name) and call.func.id in imported_from:
+                fix = from_imports[imported_from[call.func.id]]
+            elif isinstance(call.func, ast.Attribute) and torch:
+                edits = _arguments(src, call, scaler)
+                target = f"{torch}.amp.GradScaler" if scaler else f"{torch}.autocast"
+                fix = None if edits is None else \
+                    [TextEdit(src.range(call.func), target), *edits]
+            old, new = ("torch.cuda.amp.GradScaler(...)", 'torch.amp.GradScaler("cuda", ...)') \
+                if scaler else ("torch.cuda.amp.autocast(...)", 'torch.autocast("cuda", ...)')
+            yield self.finding(src.range(call.func), f"{old} is deprecated: use {new}", fix)
+
+
+def _arguments(src: PythonSource, call: ast.Call, scaler: bool) -> list[TextEdit] | None:
+    """Edits inside the parentheses: the device first, keyword names for `autocast`'s
+    positional arguments (its first one is `enabled`, where the new API expects the device)."""
+    if scaler or not call.args:
+        return [src.insert_first_argument(call, '"cuda"')]
+    if len(call.args) > len(CUDA_AUTOCAST) or any(isinstance(a, ast.Starred)
+                                                   for a in call.args):
+        return None
+    edits = []
+    for index, name in enumerate(CUDA_AUTOCAST[:len(call.args)]):
+        at = src.argument_start(call, index)
+        prefix = f'"cuda", {name}=' if index == 0 else f"{name}="
+        edits.append(TextEdit(Range(at, at), prefix))
+    return edits
+
+
+def _import_fix(src: PythonSource, stmt: ast.ImportFrom) -> list[TextEdit] | None:
+    """`from torch.amp import ...` plus the argument edits of every call of its names."""
+    if any(alias.name not in _MOVABLE for alias in stmt.names):
+        return None
+    local = {alias.asname or alias.name: alias.name for alias in stmt.names}
+    edits = [TextEdit(src.module_range(stmt), "torch.amp")]
+    for call in src.calls:
+        if isinstance(call.func, ast.Name) and call.func.id in local:
+            more = _arguments(src, call, local[call.func.id] == "GradScaler")
+            if more is None:
+                return None
+            edits += more
+    return edits

@@ -1,0 +1,96 @@
+"""Run the registered checks over one file's text, and apply their fixes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import PurePath
+
+from trainmedic.checks.base import Check, CheckFinding, Position, TextEdit
+from trainmedic.checks.config import parse_json, parse_yaml
+from trainmedic.checks.python import PythonSource, split_lines
+from trainmedic.checks.registry import CHECKS
+from trainmedic.checks.shell import ShellScript
+from trainmedic.checks.suppress import suppressed
+
+SUFFIXES = {".py": "python", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell",
+            ".bash": "shell"}
+MAX_FIX_PASSES = 10
+
+
+def file_kind(path: str) -> str | None:
+    """"python", "json", "yaml", "shell", or None for a file no check reads."""
+    return SUFFIXES.get(PurePath(path).suffix.lower())
+
+
+def run_checks(path: str, text: str,
+               checks: Sequence[Check] = CHECKS) -> list[CheckFinding]:
+    """Every finding of `checks` in `text`, in file order, without suppressed ones.
+
+    The kind of file comes from the suffix of `path`. Raises `CheckError` when the text does
+    not parse as that kind of file.
+    """
+    kind = file_kind(path)
+    found: list[CheckFinding] = []
+    if kind == "python":
+        src = PythonSource.parse(path, text)
+        found = [f for check in checks for f in check.python(src)]
+    elif kind in ("json", "yaml"):
+        doc = parse_json(path, text) if kind == "json" else parse_yaml(path, text)
+        found = [f for check in checks for f in check.config(doc)]
+    elif kind == "shell":
+        script = ShellScript.parse(path, text)
+        found = [f for check in checks for f in check.shell(script)]
+    lines = split_lines(text)
+    return sorted((f for f in found if not suppressed(lines, f)),
+                  key=lambda f: (f.range.start, f.code))
+
+
+def _offsets(text: str) -> list[int]:
+    starts = [0]
+    for number, line in enumerate(split_lines(text)[:-1]):
+        starts.append(starts[number] + len(line))
+        starts[-1] += 2 if text.startswith("\r\n", starts[-1]) else 1
+    return starts
+
+
+def _conflict(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    if a[0] == a[1] or b[0] == b[1]:
+        return a[0] <= b[1] and b[0] <= a[1]
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def apply_fixes(text: str, findings: Iterable[CheckFinding]) -> str:
+    """`text` with every fix applied that does not touch another fix's text.
+
+    A finding's edits go in together or not at all; edits shared by several findings (an
+    import rewrite) go in once. What is left over is fixed by running the checks again,
+    as `fix_all` does.
+    """
+    starts = _offsets(text)
+
+    def offset(pos: Position) -> int:
+        return min(starts[min(pos.line, len(starts) - 1)] + pos.character, len(text))
+
+    accepted: dict[tuple[int, int, str], TextEdit] = {}
+    for finding in findings:
+        if not finding.fix:
+            continue
+        spans = [((offset(e.range.start), offset(e.range.end)), e) for e in finding.fix]
+        new = [(span, e) for span, e in spans if (*span, e.new_text) not in accepted]
+        if any(_conflict(span, (a, b)) for span, _ in new for a, b, _t in accepted):
+            continue
+        accepted.update({(*span, e.new_text): e for span, e in new})
+    out = text
+    for start, end, new_text in sorted(accepted, key=lambda k: (k[0], k[1]), reverse=True):
+        out = out[:start] + new_text + out[end:]
+    return out
+
+
+def fix_all(path: str, text: str, checks: Sequence[Check] = CHECKS) -> str:
+    """`text` with the fixes applied until no check has one left to offer."""
+    for _ in range(MAX_FIX_PASSES):
+        fixed = apply_fixes(text, run_checks(path, text, checks))
+        if fixed == text:
+            break
+        text = fixed
+    return text

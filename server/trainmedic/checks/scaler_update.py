@@ -1,0 +1,93 @@
+"""TM104: `scaler.step(...)` whose loop never calls `scaler.update()`."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from collections.abc import Iterator
+
+from trainmedic.checks.amp import amp_facts
+from trainmedic.checks.base import Check, CheckFinding, TextEdit
+from trainmedic.checks.python import PythonSource
+
+
+class ScalerStepWithoutUpdate(Check):
+    """`scaler.step(optimizer)` with no `scaler.update()` after it in the loop.
+
+    ## What it does
+    Finds `S.step(...)` on a GradScaler `S` when the script never calls `S.update()`, or
+    calls it in the same function but outside the loop that steps (once per epoch instead of
+    once per iteration). An update in another function (a trainer's hook) counts as handled.
+
+    ## Why is this bad?
+    `update()` is what moves the loss scale: it halves the scale after an overflow and grows
+    it after `growth_interval` clean steps. Without it the scale stays where it started, so
+    after one overflow every later step is skipped too, or small gradients keep underflowing
+    while the run looks healthy.
+
+    ## Example
+    ```python
+    for batch in loader:
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+    scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    for batch in loader:
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Fix safety
+    Safe: inserts `S.update()` on the line after the step, at the step's indentation (inside
+    the same `if` when the step is conditional, as with gradient accumulation). An update
+    left after the loop is removed, since a second `update()` with no step before it raises.
+    No fix is offered when the step shares its line with other statements.
+    """
+
+    code = "TM104"
+    rule_id = "amp-loss-scale"
+    name = "grad-scaler-step-without-update"
+
+    def python(self, src: PythonSource) -> Iterator[CheckFinding]:
+        facts = amp_facts(src)
+        updates: dict[str, list[ast.Call]] = defaultdict(list)
+        for call, key in facts.calls_on_scaler(src, "update"):
+            updates[key].append(call)
+        for call, key in facts.calls_on_scaler(src, "step"):
+            if not call.args:
+                continue
+            scope = src.scopes[call]
+            local = [u for u in updates[key] if src.scopes[u] is scope]
+            loop = src.loop_of(call)
+            if updates[key] and (not local or loop is None or
+                                 any(src.inside(u, loop) for u in local)):
+                continue
+            stmt = src.statement(call)
+            fix: list[TextEdit] | None = None
+            if src.alone_on_line(stmt):
+                fix = [src.insert_line_after(stmt, f"{key}.update()")]
+                for update in local:
+                    outer = src.statement(update)
+                    if not _removable(src, outer, update):
+                        fix = None
+                        break
+                    fix.append(src.delete_lines(outer))
+            message = f"{key}.step() without {key}.update() in the loop: the loss scale " \
+                "never moves, so overflows keep skipping steps and small gradients keep " \
+                "underflowing" if not local else \
+                f"{key}.update() runs outside the loop that calls {key}.step(): the loss " \
+                "scale moves once per pass over the loop instead of once per step"
+            yield self.finding(src.range(call), message, fix)
+
+
+def _removable(src: PythonSource, stmt: ast.stmt, call: ast.Call) -> bool:
+    """`stmt` is just `S.update()` on its own lines, and its block keeps other statements."""
+    if not (isinstance(stmt, ast.Expr) and stmt.value is call and src.alone_on_line(stmt)):
+        return False
+    parent = src.parents[stmt]
+    blocks = [getattr(parent, name, None) for name in ("body", "orelse", "finalbody")]
+    return any(isinstance(b, list) and stmt in b and len(b) > 1 for b in blocks)

@@ -1,0 +1,149 @@
+"""Diagnosis → LSP diagnostics on the evidence lines, and the per-line index hovers read.
+
+The root cause gets an Error on the initiating rank's first failure line; every other evidence
+line gets the collateral severity and a link back to that line. Line numbers are mapped from
+the core's (lines split on newlines only, a `\\r` overwrite resolved to its last text) to the
+editor's, which also breaks lines at a lone `\\r`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+
+from trainmedic.catalogue import Catalogue
+from trainmedic.model import Diagnosis, Finding, Line
+from trainmedic.render import rank_of
+
+SOURCE = "trainmedic"
+ENTRY_URL = "https://trainmedic.dev/rules/{}"
+
+SEVERITIES = {
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+    "warning": types.DiagnosticSeverity.Warning,
+}
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A diagnosed line: the finding it is evidence for, and whether it is the root-cause line."""
+
+    finding: Finding
+    line: Line
+    root: bool
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the server last published on a document; hovers read `marks` (by editor line)."""
+
+    diagnosis: Diagnosis
+    catalogue: Catalogue
+    diagnostics: tuple[types.Diagnostic, ...]
+    marks: dict[int, tuple[Mark, ...]]
+
+
+def root_cause(diagnosis: Diagnosis) -> tuple[Finding, Line] | None:
+    """The most likely root cause and its line: the initiating rank's first failure."""
+    roots = diagnosis.root_causes
+    if not roots:
+        return None
+    top = roots[0]
+    rank = diagnosis.initiating_rank
+    report = diagnosis.ranks.get(rank) if rank is not None else None
+    if report is not None and report.first_failure is not None and \
+            report.rule_id in (None, top.rule_id):
+        return top, report.first_failure
+    return top, top.first
+
+
+def width(text: str, encoding: str | None) -> int:
+    """The length of `text` in the position encoding the client and server agreed on."""
+    if encoding == types.PositionEncodingKind.Utf32:
+        return len(text)
+    if encoding == types.PositionEncodingKind.Utf8:
+        return len(text.encode("utf-8"))
+    return len(text.encode("utf-16-le")) // 2
+
+
+class LineMap:
+    """Where the core's line N of `text` is in the editor, for text starting at `start`."""
+
+    def __init__(self, text: str, start: types.Position, encoding: str | None = None) -> None:
+        self.start, self.encoding = start, encoding
+        self.lines = text.split("\n")
+        self.before: list[int] | None = None  # lone CRs before each line, when there are any
+        if "\r" in text:
+            before, total = [], 0
+            for line in self.lines:
+                before.append(total)
+                total += line.rstrip("\r").count("\r")
+            self.before = before
+
+    def range(self, number: int) -> types.Range:
+        index = min(max(number - 1, 0), len(self.lines) - 1)
+        text = self.lines[index].rstrip("\r")
+        line = self.start.line + index
+        if self.before is not None:
+            line += self.before[index] + text.count("\r")
+        column = self.start.character if line == self.start.line else 0
+        end = column + width(text.rsplit("\r", 1)[-1], self.encoding)
+        return types.Range(start=types.Position(line=line, character=column),
+                           end=types.Position(line=line, character=end))
+
+
+def _on(rank: int | None) -> str:
+    return f" on rank {rank}" if rank is not None else ""
+
+
+def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, text: str,
+                start: types.Position, collateral: str, encoding: str | None = None) -> Published:
+    """The diagnostics for `diagnosis` of `text`, which starts at `start` in document `uri`."""
+    lines = LineMap(text, start, encoding)
+    severity = SEVERITIES[collateral]
+    root = root_cause(diagnosis)
+    diagnostics: list[types.Diagnostic] = []
+    marks: dict[int, list[Mark]] = {}
+
+    related: list[types.DiagnosticRelatedInformation] | None = None
+
+    def add(finding: Finding, line: Line, message: str, is_root: bool) -> None:
+        rule = catalogue.by_id[finding.rule_id]
+        where = lines.range(line.number)
+        data: dict[str, Any] = {"rule_id": rule.id, "fix": rule.fix, "verify": rule.verify_command,
+                                "role": finding.role.value, "rank": rank_of(finding, line)}
+        diagnostics.append(types.Diagnostic(
+            range=where, message=message, source=SOURCE, code=rule.id,
+            severity=types.DiagnosticSeverity.Error if is_root else severity,
+            code_description=types.CodeDescription(href=ENTRY_URL.format(rule.id)),
+            related_information=None if is_root else related, data=data))
+        marks.setdefault(where.start.line, []).append(Mark(finding, line, is_root))
+
+    tail = " (no root cause was found in this text)"
+    if root is not None:
+        top, root_line = root
+        title = catalogue.by_id[top.rule_id].title
+        root_rank = rank_of(top, root_line)
+        add(top, root_line, f"Root cause{_on(root_rank)}: {title} "
+            f"(confidence {top.confidence:.2f})", True)
+        at = lines.range(root_line.number)
+        related = [types.DiagnosticRelatedInformation(
+            location=types.Location(uri=uri, range=at),
+            message=f"root cause{_on(root_rank)}: {title}")]
+        tail = f" (root cause{_on(root_rank)}, line {at.start.line + 1})"
+    for finding in diagnosis.findings:
+        title = catalogue.by_id[finding.rule_id].title
+        for line in finding.evidence:
+            if root is not None and finding is root[0] and line == root[1]:
+                continue
+            rank = rank_of(finding, line)
+            if root is not None and finding is root[0] and rank == rank_of(*root):
+                message = f"Evidence for the root cause{_on(rank)}: {title}"
+            else:
+                message = f"Collateral{_on(rank)}: {title}{tail}"
+            add(finding, line, message, False)
+    return Published(diagnosis, catalogue, tuple(diagnostics),
+                     {n: tuple(m) for n, m in marks.items()})

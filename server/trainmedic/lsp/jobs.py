@@ -1,0 +1,121 @@
+"""Running the core's `diagnose` for the server: large texts off the event loop, cancellable.
+
+A text of `LARGE_LINES` lines or more is diagnosed in a worker thread; each time the engine
+reads its next chunk, the worker reports `$/progress` and stops if the client cancelled (the
+request, or the progress) or newer text superseded it. Smaller texts take a few milliseconds
+and are diagnosed in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from trainmedic.catalogue import Catalogue
+from trainmedic.engine import diagnose
+from trainmedic.events import Matcher
+from trainmedic.model import Diagnosis
+
+if TYPE_CHECKING:
+    from trainmedic.lsp.server import TrainmedicServer
+
+logger = logging.getLogger(__name__)
+
+LARGE_LINES = 2000
+
+Report = Callable[[int], None]
+
+
+class Cancelled(Exception):
+    """The client cancelled the diagnosis, or newer text superseded it."""
+
+
+class _Watched(io.BytesIO):
+    """The text as a byte stream that reports how far the engine got and stops when cancelled.
+
+    The engine reads in chunks of about a megabyte, so progress and cancellation take effect
+    at that step.
+    """
+
+    def __init__(self, data: bytes, cancel: threading.Event, report: Report) -> None:
+        super().__init__(data)
+        self.size, self.cancel, self.report = len(data), cancel, report
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        self.report(100 * self.tell() // max(self.size, 1))
+        if self.cancel.is_set():
+            raise Cancelled
+        return super().read(size)
+
+
+def _diagnose(text: str, path: str, catalogue: Catalogue, matcher: Matcher,
+              cancel: threading.Event, report: Report) -> Diagnosis:
+    stream = _Watched(text.encode("utf-8", errors="replace"), cancel, report)
+    return diagnose([(path, stream)], catalogue, matcher)
+
+
+def supports_progress(ls: TrainmedicServer) -> bool:
+    window = ls.client_capabilities.window
+    return bool(window and window.work_done_progress)
+
+
+@asynccontextmanager
+async def _progress(ls: TrainmedicServer, title: str,
+                    cancel: threading.Event) -> AsyncIterator[Report]:
+    """Work-done progress the client can cancel; reports may come from any thread."""
+    if not supports_progress(ls):
+        yield lambda percentage: None
+        return
+    token = str(uuid.uuid4())
+    progress = ls.work_done_progress
+    try:
+        await progress.create_async(token)
+    except Exception as error:
+        logger.info("no progress shown for %s: the client refused (%s)", title, error)
+        yield lambda percentage: None
+        return
+    progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True,
+                                                      percentage=0))
+    progress.tokens[token].add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+    shown = [0]
+
+    def report(percentage: int) -> None:
+        if percentage > shown[0]:
+            shown[0] = percentage
+            ls.call_soon(progress.report, token,
+                         types.WorkDoneProgressReport(percentage=percentage))
+
+    try:
+        yield report
+    finally:
+        message = "cancelled" if cancel.is_set() else "done"
+        progress.end(token, types.WorkDoneProgressEnd(message=message))
+        progress.tokens.pop(token, None)
+
+
+async def run(ls: TrainmedicServer, text: str, path: str, cancel: threading.Event,
+              title: str, catalogue: Catalogue | None = None) -> tuple[Diagnosis, Catalogue]:
+    """Diagnose `text` with `catalogue` (the configured one by default); raises `Cancelled`."""
+    if catalogue is None:
+        catalogue, matcher = ls.rules.current()
+    else:
+        matcher = Matcher(catalogue)
+    if text.count("\n") < LARGE_LINES:
+        return _diagnose(text, path, catalogue, matcher, cancel, lambda p: None), catalogue
+    async with _progress(ls, title, cancel) as report:
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(ls.jobs, _diagnose, text, path, catalogue, matcher,
+                                    cancel, report)
+        try:
+            return await work, catalogue
+        except asyncio.CancelledError:
+            cancel.set()
+            raise

@@ -1,0 +1,94 @@
+"""Metric samples read out of log lines: loss, loss scale, grad norm, learning rate, skips.
+
+People print metrics in a handful of shapes: Hugging Face dict lines (`{'loss': 0.0, ...}`),
+Megatron-LM iteration lines (`lm loss: ... | loss scale: ... | grad norm: ...`), DeepSpeed and
+Apex overflow lines, progress-bar postfixes (`loss=nan`) and plain `step 10 loss 2.31`. Each
+becomes a `Sample`; the line is only parsed when the matcher found a metric word in it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+METRICS = ("loss", "loss_scale", "grad_norm", "lr")
+
+# The matcher's cheap trigger: only lines with one of these words are parsed.
+TRIGGER = r"(?i:loss|grad[_ ]norm)"
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
+_PAIR = re.compile(
+    r"(?<![\w.])['\"]?(?P<key>lm loss|loss scale|grad norm|learning rate|"
+    r"number of skipped iterations|[A-Za-z_][\w/]{0,40})['\"]?\s{0,3}[:=]\s{0,3}"
+    r"(?P<value>" + _NUMBER + r")(?![\w.])"
+)
+_PLAIN_STEP = re.compile(r"(?i)\b(?:step|iter|iteration)\s{1,8}(\d{1,12})\b")
+_PLAIN_LOSS = re.compile(r"(?i)\bloss\s{1,3}(" + _NUMBER + r")(?![\w.])")
+_OVERFLOW = re.compile(
+    r"(?:Attempted loss scale: [0-9.eE+-]{1,30}, reducing to|reducing loss scale to) "
+    r"(?P<scale>[0-9.eE+-]{1,30})"
+)
+_KEYS = {
+    "loss": "loss", "lm loss": "loss", "train_loss": "loss", "train/loss": "loss",
+    "loss scale": "loss_scale", "loss_scale": "loss_scale", "lossscale": "loss_scale",
+    "cur_scale": "loss_scale",
+    "grad_norm": "grad_norm", "grad norm": "grad_norm", "gradnorm": "grad_norm",
+    "train/grad_norm": "grad_norm",
+    "learning_rate": "lr", "learning rate": "lr", "lr": "lr", "train/learning_rate": "lr",
+    "step": "step", "iter": "step", "iteration": "step", "global_step": "step",
+    "number of skipped iterations": "skipped",
+}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One line's metric values; `overflow` marks a step skipped for inf/NaN gradients."""
+
+    values: tuple[tuple[str, float], ...]
+    step: int | None = None
+    overflow: bool = False
+    skipped: int = 0
+
+    def get(self, name: str) -> float | None:
+        return dict(self.values).get(name)
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_sample(body: str) -> Sample | None:
+    """The metrics printed on one line, or None when it carries none."""
+    values: dict[str, float] = {}
+    step: int | None = None
+    skipped = 0
+    for match in _PAIR.finditer(body):
+        name = _KEYS.get(match.group("key").lower())
+        value = _float(match.group("value"))
+        if name is None or value is None:
+            continue
+        if name == "step":
+            if math.isfinite(value):
+                step = int(value)
+        elif name == "skipped":
+            skipped = int(value) if math.isfinite(value) else 0
+        else:
+            values.setdefault(name, value)
+    overflow = _OVERFLOW.search(body)
+    if overflow:
+        scale = _float(overflow.group("scale"))
+        if scale is not None:
+            values["loss_scale"] = scale
+    if "loss" not in values and (plain := _PLAIN_LOSS.search(body)):
+        loss = _float(plain.group(1))
+        if loss is not None:
+            values["loss"] = loss
+    if step is None and (plain_step := _PLAIN_STEP.search(body)):
+        step = int(plain_step.group(1))
+    if not values and not skipped:
+        return None
+    return Sample(tuple(sorted(values.items())), step, overflow is not None, skipped)

@@ -1,0 +1,124 @@
+"""Metric samples accumulated in bounded memory: detectors per rank, a plot-sized series.
+
+The series keeps one rank's values per metric (the first rank that reports it), thinned by
+doubling its stride whenever it grows past twice the plot size, so a billion-step log costs
+the same memory as a short one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainmedic.detectors import Detector, detector_params
+from trainmedic.metrics import METRICS, Sample
+from trainmedic.model import Line
+
+PLOT_POINTS = 500
+ANOMALIES_KEPT = 50
+PLOTTED_RANKS = 16
+
+DetectorKey = tuple[str, tuple[tuple[str, float], ...]]
+
+
+def detector_key(name: str, params: Mapping[str, float] | None = None) -> DetectorKey:
+    return name, tuple(sorted(detector_params(name, params).items()))
+
+
+@dataclass
+class _Series:
+    rank: int | None
+    points: list[tuple[float, float]] = field(default_factory=list)
+    stride: int = 1
+    seen: int = 0
+
+    def add(self, x: float, value: float) -> None:
+        self.seen += 1
+        if (self.seen - 1) % self.stride:
+            return
+        self.points.append((x, value))
+        if len(self.points) > 2 * PLOT_POINTS:
+            self.points = self.points[::2]
+            self.stride *= 2
+
+
+@dataclass
+class MetricSeries:
+    """Feeds every sample to the configured detectors of its rank and to the plot series."""
+
+    keys: tuple[DetectorKey, ...]
+    detectors: dict[tuple[DetectorKey, int | None], Detector] = field(default_factory=dict)
+    series: dict[tuple[str, int | None], _Series] = field(default_factory=dict)
+    samples: int = 0
+
+    @classmethod
+    def for_keys(cls, keys: Iterable[DetectorKey]) -> MetricSeries:
+        return cls(tuple(dict.fromkeys(keys)))
+
+    def feed(self, sample: Sample, line: Line) -> None:
+        self.samples += 1
+        for key in self.keys:
+            slot = (key, line.rank)
+            detector = self.detectors.get(slot)
+            if detector is None:
+                detector = self.detectors[slot] = Detector(key[0], dict(key[1]))
+            detector.feed(sample, line)
+        x = float(sample.step) if sample.step is not None else float(self.samples)
+        for name, value in sample.values:
+            plot = self.series.get((name, line.rank))
+            if plot is None:
+                if len({rank for _, rank in self.series}) >= PLOTTED_RANKS and \
+                        all(rank != line.rank for _, rank in self.series):
+                    continue
+                plot = self.series[(name, line.rank)] = _Series(line.rank)
+            plot.add(x, value)
+
+    def fired(self, key: DetectorKey) -> list[Line]:
+        """Evidence lines of one detector configuration, over every rank."""
+        lines: list[Line] = []
+        for (candidate, _), detector in self.detectors.items():
+            if candidate == key and detector.fired:
+                lines.extend(detector.lines)
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        """Per metric: one rank's points (at most PLOT_POINTS) and the anomalies.
+
+        The plotted rank is the one where a detector fired on that metric, else the lowest.
+        """
+        out: dict[str, Any] = {}
+        anomalies: dict[str, list[dict[str, Any]]] = {}
+        for (key, _), detector in self.detectors.items():
+            if not detector.fired:
+                continue
+            metric = _metric_of(key[0])
+            kept = anomalies.setdefault(metric, [])
+            for line in detector.lines:
+                if len(kept) < ANOMALIES_KEPT:
+                    kept.append({"detector": key[0], "rank": line.rank, "path": line.path,
+                                 "line": line.number})
+        for name in METRICS:
+            ranks = [rank for metric, rank in self.series if metric == name]
+            if not ranks:
+                continue
+            flagged = [a["rank"] for a in anomalies.get(name, ()) if a["rank"] in ranks]
+            plot = self.series[(name, flagged[0] if flagged else
+                                min(ranks, key=lambda r: -1 if r is None else r))]
+            step = max(1, math.ceil(len(plot.points) / PLOT_POINTS))
+            out[name] = {
+                "rank": plot.rank,
+                "points": [[x, v if math.isfinite(v) else None]
+                           for x, v in plot.points[::step]],
+                "anomalies": anomalies.get(name, []),
+            }
+        return out
+
+
+def _metric_of(detector: str) -> str:
+    if "scale" in detector or "overflow" in detector:
+        return "loss_scale"
+    if "grad-norm" in detector:
+        return "grad_norm"
+    return "loss"

@@ -1,0 +1,193 @@
+"""Metric extraction from the shapes people print, and the detectors over real runs."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from trainmedic.catalogue import bundled
+from trainmedic.detectors import DETECTORS, Detector, detector_params
+from trainmedic.engine import diagnose_text
+from trainmedic.metrics import Sample, parse_sample
+from trainmedic.model import Line
+
+CATALOGUE = bundled()
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
+
+@pytest.mark.parametrize(
+    ("text", "values", "step"),
+    [
+        ("{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 2.5e-05, 'epoch': 0.05}",
+         {"loss": 0.0, "grad_norm": math.nan, "lr": 2.5e-05}, None),
+        (" iteration      100/  500000 | consumed samples:        51200 | lm loss: 7.512E+00 | "
+         "loss scale: 65536.0 | grad norm: 1.234 | number of skipped iterations:   0 |",
+         {"loss": 7.512, "loss_scale": 65536.0, "grad_norm": 1.234}, 100),
+        ("[2023-02-28 20:08:24,113] [INFO] [stage_1_and_2.py:1769:step] [deepspeed] OVERFLOW! "
+         "Rank 0 Skipping step. Attempted loss scale: 128.0, reducing to 64.0",
+         {"loss_scale": 64.0}, None),
+        ("Epoch 0:  12%|█▏        | 120/1000 [00:10<01:20, 11.0it/s, loss=nan, v_num=0]",
+         {"loss": math.nan}, None),
+        ("iter 100: loss 4.2350, time 12.31ms, mfu 3.20%", {"loss": 4.235}, 100),
+        ("[default1]:2026-11-29 18:30:52,793 INFO [rank1] train: step 1/20 loss=1.4599 "
+         "avg_loss=1.4720", {"loss": 1.4599}, 1),
+        ("2023-06-15 04:03:40,870 - mmdet - INFO - Epoch [1][50/3862]\tlr: 4.915e-05, "
+         "task0.loss_heatmap: nan, loss: nan, grad_norm: nan",
+         {"lr": 4.915e-05, "loss": math.nan, "grad_norm": math.nan}, None),
+    ],
+)
+def test_extraction(text: str, values: dict[str, float], step: int | None) -> None:
+    sample = parse_sample(text)
+    assert sample is not None
+    got = dict(sample.values)
+    assert got.keys() == values.keys()
+    for key, expected in values.items():
+        assert got[key] == pytest.approx(expected, nan_ok=True)
+    assert sample.step == step
+
+
+@pytest.mark.parametrize("text", [
+    "    loss.backward()",
+    "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.",
+    "[INFO] [config.py:1001:print]   loss_scale ................... 0",
+])
+def test_lines_without_metrics(text: str) -> None:
+    assert parse_sample(text) is None
+
+
+def run_detector(name: str, samples: list[Sample], **params: float) -> list[int]:
+    detector = Detector(name, detector_params(name, params))
+    fired = []
+    for index, sample in enumerate(samples, start=1):
+        detector.feed(sample, Line("x", index, ""))
+        if detector.fired and not fired:
+            fired.append(index)
+    return fired
+
+
+def values(name: str, series: list[float], overflow: bool = False) -> list[Sample]:
+    return [Sample(((name, v),), step=i, overflow=overflow) for i, v in enumerate(series)]
+
+
+def test_each_detector_has_a_meaning_and_defaults() -> None:
+    for name, (meaning, defaults) in DETECTORS.items():
+        assert meaning and defaults, name
+        for key in defaults:
+            assert f"`{key}`" in meaning, (name, key)
+
+
+def test_detectors_on_numbers() -> None:
+    assert run_detector("zero-loss-run", values("loss", [0.0] * 25)) == [20]
+    assert run_detector("zero-loss-run", values("loss", [0.0] * 19 + [0.1] + [0.0] * 5)) == []
+    assert run_detector("non-finite-loss", values("loss", [1.0, math.nan, 1.0, math.inf])) == [4]
+    halving = [2.0 ** (16 - i) for i in range(20)]
+    assert run_detector("scale-collapse", values("loss_scale", halving)) == [10]
+    start = [2.0 ** (32 - i) for i in range(16)]  # a healthy start calibrating from 2**32
+    assert run_detector("scale-collapse", values("loss_scale", start)) == []
+    stuck = [Sample((("loss", math.inf), ("loss_scale", 65536.0)), i) for i in range(5)]
+    assert run_detector("scale-stuck", stuck) == [3]
+    assert run_detector("scale-stuck", values("loss_scale", [1.0] * 5000)) == []
+    assert run_detector("overflow-rate", values("loss_scale", [1024.0] * 30, True)) == [20]
+    growth = [3.8e12 * 1.5**i for i in range(10)]
+    assert run_detector("grad-norm-growth", values("grad_norm", growth)) == [7]
+    flat = [1.0 + 0.01 * (i % 5) for i in range(60)]
+    assert run_detector("grad-norm-spike", values("grad_norm", [*flat, 50.0])) == [61]
+    assert run_detector("grad-norm-spike", values("grad_norm", flat)) == []
+    assert run_detector("loss-divergence", values("loss", [*flat, 9.0, 9.5, 10.0])) == [63]
+
+
+def real_run(script: str, tmp_path: Path) -> str:
+    pytest.importorskip("torch")
+    path = tmp_path / "run.py"
+    path.write_text(textwrap.dedent(script), "utf-8")
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=300, check=True)
+    return done.stdout + done.stderr
+
+
+LOOP = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(16, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
+for step in range(1, STEPS + 1):
+    x, y = torch.randn(8, 16), torch.randn(8, 1) * TARGET
+    optimizer.zero_grad()
+    with torch.autocast("cpu", dtype=torch.float16):
+        loss = torch.nn.functional.mse_loss(model(x).float(), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1e9)
+    scaler.step(optimizer)
+    UPDATE
+    print(f"step {step} loss={loss.item():.6g} grad_norm={norm.item():.6g} "
+          f"loss_scale={scaler.get_scale():g}", flush=True)
+"""
+
+
+def fired(text: str) -> set[str]:
+    series = diagnose_text(text, CATALOGUE, "run.log").series
+    return {a["detector"] for data in series.values() for a in data["anomalies"]}
+
+
+def test_real_fp16_overflow_halves_the_scale_every_step(tmp_path: Path) -> None:
+    log = real_run(LOOP.replace("STEPS", "30").replace("TARGET", "1e6")
+                   .replace("UPDATE", "scaler.update()"), tmp_path)
+    assert "scale-collapse" in fired(log)
+    diagnosis = diagnose_text(log, CATALOGUE, "run.log")
+    assert diagnosis.findings[0].rule_id == "amp-loss-scale"
+
+
+def test_real_scaler_whose_update_is_never_called(tmp_path: Path) -> None:
+    # torch 2.x refuses the second step() without update(): the fingerprint catches it.
+    script = LOOP.replace("STEPS", "5").replace("TARGET", "1.0").replace(
+        "UPDATE", "pass  # scaler.update() forgotten")
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        real_run(script, tmp_path)
+    log = failed.value.stdout + failed.value.stderr
+    assert "unscale_() is being called after step()" in log
+    assert diagnose_text(log, CATALOGUE, "run.log").findings[0].rule_id == "amp-loss-scale"
+
+
+STATIC = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(16, 1).half()
+STATIC_SCALE = 1024.0  # a hand-rolled static loss scale: never adapts to overflow
+for step in range(1, 13):
+    x, y = torch.randn(8, 16).half(), torch.randn(8, 1).half() * 300
+    model.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x).float(), y.float())
+    (loss * STATIC_SCALE).backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1e9)
+    print(f"step {step} loss={loss.item():.6g} grad_norm={norm.item():.6g} "
+          f"loss_scale={STATIC_SCALE:g}", flush=True)
+"""
+
+
+def test_real_static_scale_that_overflows_is_stuck(tmp_path: Path) -> None:
+    log = real_run(STATIC, tmp_path)
+    assert "grad_norm=inf" in log
+    assert "scale-stuck" in fired(log)
+    assert diagnose_text(log, CATALOGUE, "run.log").findings[0].rule_id == "amp-loss-scale"
+
+
+def test_real_healthy_fp16_run_fires_nothing(tmp_path: Path) -> None:
+    log = real_run(LOOP.replace("STEPS", "200").replace("TARGET", "1.0")
+                   .replace("UPDATE", "scaler.update()"), tmp_path)
+    assert fired(log) == set()
+    assert diagnose_text(log, CATALOGUE, "run.log").root_causes == ()
+
+
+@pytest.mark.parametrize("name", ["h2.log", "h5.log", "h7.log"])
+def test_healthy_corpus_fires_no_detector(name: str) -> None:
+    path = CORPUS / "healthy" / name
+    if not path.exists():
+        pytest.skip("corpus not beside this checkout")
+    assert fired(path.read_text("utf-8")) == set()
