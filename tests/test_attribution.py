@@ -66,3 +66,36 @@ def test_cli_on_a_1024_rank_log_directory(tmp_path: Path) -> None:
     assert result["initiating_rank"] == 700
     assert result["ranks"]["700"]["status"] == "failed-first"
     assert len(result["ranks"]) == 1024
+
+
+def test_mixed_runs_and_clashing_ranks_warn_but_answer(tmp_path: Path) -> None:
+    per_rank_files(Job(4, 2), "torchrun-log-dir", tmp_path / "run-a")
+    per_rank_files(Job(4, 1, seed=3), "torchrun-log-dir", tmp_path / "run-b")
+    (tmp_path / "run-b" / "job" / "attempt_0" / "3" / "stdout.log").write_bytes(b"\xff\xfe\0\0")
+    done = subprocess.run(
+        [sys.executable, "-m", "trainmedic", "diagnose", str(tmp_path), "--format", "json"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "logs of 2 runs or restart attempts are mixed here" in done.stderr
+    assert "rank 0, 1, 2, 3 appears in several files" in done.stderr
+    assert "stdout.log: skipped (binary file)" in done.stderr
+    assert json.loads(done.stdout)["diagnoses"][0]["rule_id"] == "amp-loss-scale"
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def test_real_torchrun_log_dir_with_error_files(capsys: pytest.CaptureFixture[str]) -> None:
+    # torch 2.13.0, `torchrun --nproc-per-node 3 --log-dir ... --redirects 3` with @record;
+    # rank 1 fed a bfloat16 batch into a float Linear, ranks 0 and 2 lost their peer.
+    from trainmedic.cli import main
+
+    assert main(["diagnose", str(FIXTURES / "torchrun-logdir"), "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["initiating_rank"] == 1
+    first = result["diagnoses"][0]
+    assert first["rule_id"] == "dtype-mismatch"
+    assert any(e["path"].endswith("attempt_0/1/error.json") for e in first["evidence"])
+    assert {r: v["status"] for r, v in result["ranks"].items()} == {
+        "0": "failed-collateral", "1": "failed-first", "2": "failed-collateral"}

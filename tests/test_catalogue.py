@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from trainmedic.catalogue import RuleError, bundled, load, load_pack, quantity
-from trainmedic.compile_catalogue import OUTPUT, RULES_DIR, compile_rules
+from trainmedic.compile_catalogue import DOCS, OUTPUT, RULES_DIR, compile_rules, reference_pages
 from trainmedic.selftest import self_test
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,6 +19,20 @@ VALID = (RULES_DIR / "training-stability" / "amp-bf16-vs-fp16.yaml").read_text("
 def test_compiled_catalogue_is_in_sync_with_rules_dir() -> None:
     assert OUTPUT.read_text("utf-8") == compile_rules(), \
         "server/trainmedic/data/catalogue.json is stale: run `make catalogue`"
+
+
+def test_markdown_reference_is_in_sync() -> None:
+    pages = reference_pages(load_pack(RULES_DIR))
+    on_disk = {p.name: p.read_text("utf-8") for p in DOCS.glob("*.md")}
+    assert on_disk == pages, "docs/catalogue is stale: run `make catalogue`"
+
+
+def test_every_taxonomy_id_has_a_rule() -> None:
+    taxonomy = ROOT.parent / "shared" / "taxonomy.yaml"
+    if not taxonomy.exists():
+        pytest.skip("taxonomy.yaml is not beside this checkout")
+    ids = {entry["id"] for entry in yaml.safe_load(taxonomy.read_text("utf-8"))}
+    assert sorted(ids - CATALOGUE.by_id.keys()) == []
 
 
 def test_ids_unique_and_files_where_ids_and_categories_say() -> None:

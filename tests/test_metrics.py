@@ -76,7 +76,8 @@ def values(name: str, series: list[float], overflow: bool = False) -> list[Sampl
 
 def test_each_detector_has_a_meaning_and_defaults() -> None:
     for name, (meaning, defaults) in DETECTORS.items():
-        assert meaning and defaults, name
+        assert meaning, name
+        assert defaults, name
         for key in defaults:
             assert f"`{key}`" in meaning, (name, key)
 

@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { CatalogueEntries } from './catalogue';
 import { ServerManager, currentSettings } from './common/server';
 import { DiagnoseResult, parseDiagnoseResult, rootCause } from './diagnosis';
-import { FolderFile, isLogFileName, selectWithinBudget } from './logFolder';
+import { FolderFile, LogText, isLogFileName, joinLogs, selectWithinBudget } from './logFolder';
 import { Locate } from './panel/model';
 import { ResultsPanel } from './panel/panel';
 import { DiagnosisStatus } from './statusBar';
@@ -29,6 +29,8 @@ interface DiagnoseRequest {
     readonly text: string;
     readonly uri?: string;
     readonly range?: LspRange;
+    /** Extra rule pack folders for this diagnosis only. */
+    readonly rulePacks?: readonly string[];
 }
 
 interface Shown {
@@ -284,27 +286,15 @@ export class Commands implements vscode.Disposable {
             );
         }
         const decoder = new TextDecoder('utf-8');
-        const requests: DiagnoseRequest[] = [];
+        const logs: LogText[] = [];
         for (const file of files) {
             const uri = vscode.Uri.file(file.path);
-            requests.push({ text: decoder.decode(await vscode.workspace.fs.readFile(uri)), uri: uri.toString() });
+            logs.push({ uri: uri.toString(), text: decoder.decode(await vscode.workspace.fs.readFile(uri)) });
         }
+        const joined = joinLogs(logs);
         const origin = `${files.length} log file(s) in ${path.basename(folder.fsPath)}`;
-        this.log.info(`Diagnosing ${origin}`);
-        const result = await vscode.window.withProgress(
-            { location: vscode.ProgressLocation.Notification, title: `TrainMedic: diagnosing ${origin}` },
-            async () => parseDiagnoseResult(await this.server.execute('trainmedic.diagnose', requests)),
-        );
-        const sent = new Set(requests.map((r) => r.uri));
-        this.present({
-            result,
-            origin,
-            locate: (ref) => {
-                // Evidence names its file by the URI sent, or by its path.
-                const uri = sent.has(ref.path) ? ref.path : vscode.Uri.file(ref.path).toString();
-                return sent.has(uri) ? { uri, line: ref.line - 1 } : undefined;
-            },
-        });
+        const result = await this.requestDiagnosis({ text: joined.text }, origin);
+        this.present({ result, origin, locate: (ref) => joined.place(ref.line) });
     }
 
     private showLastDiagnosis(): void {
@@ -352,15 +342,20 @@ export class Commands implements vscode.Disposable {
         void vscode.window.showInformationMessage(`TrainMedic: ${what} is on the clipboard.`);
     }
 
-    /** Adds a rule pack folder to trainmedic.rulePacks, then diagnoses the document again with it. */
+    /** Diagnoses the document again with one more rule pack, for this diagnosis only. */
     private async diagnoseWithRulePack(uriText: string | undefined): Promise<void> {
         if (!vscode.workspace.isTrusted) {
             throw new UserError('rule packs load only in a trusted workspace.');
+        }
+        const uri = uriText ? vscode.Uri.parse(uriText) : vscode.window.activeTextEditor?.document.uri;
+        if (!uri) {
+            throw new UserError('open the log to diagnose first.');
         }
         const picked = await vscode.window.showOpenDialog({
             canSelectFiles: false,
             canSelectFolders: true,
             canSelectMany: false,
+            defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
             openLabel: 'Use this rule pack',
             title: 'TrainMedic: a folder of rule files (*.yaml)',
         });
@@ -368,21 +363,11 @@ export class Commands implements vscode.Disposable {
         if (!pack) {
             return;
         }
-        const config = vscode.workspace.getConfiguration('trainmedic');
-        const packs = currentSettings(this.log).rulePacks;
-        if (!packs.includes(pack.fsPath)) {
-            const target = vscode.workspace.workspaceFolders ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
-            await config.update('rulePacks', [...packs, pack.fsPath], target);
-        }
-        await this.server.restart();
-        const uri = uriText ? vscode.Uri.parse(uriText) : vscode.window.activeTextEditor?.document.uri;
-        if (!uri) {
-            return;
-        }
         const document = await vscode.workspace.openTextDocument(uri);
         const range = document.validateRange(new vscode.Range(0, 0, document.lineCount, 0));
         const origin = `${fileName(uri)} with rule pack ${path.basename(pack.fsPath)}`;
-        const result = await this.requestDiagnosis({ text: document.getText(), uri: uri.toString(), range: lspRange(range) }, origin);
+        const request = { text: document.getText(), uri: uri.toString(), range: lspRange(range), rulePacks: [pack.fsPath] };
+        const result = await this.requestDiagnosis(request, origin);
         this.present({ result, origin, locate: (ref) => ({ uri: uri.toString(), line: ref.line - 1 }) });
     }
 }

@@ -36,22 +36,27 @@ export interface RankReport {
     readonly firstFailure: LineRef | null;
 }
 
-export interface Anomaly {
-    readonly step: number;
-    readonly label: string;
+/** A line where a detector fired on the metric (a spike, a collapsing loss scale...). */
+export interface Anomaly extends LineRef {
+    readonly detector: string;
+    readonly rank: number | null;
+    /** The step it happened at, when the server says. */
+    readonly x: number | undefined;
 }
 
-/** One metric of one rank over training steps: `steps[i]` goes with `values[i]`. */
+/** One metric of one rank (the rank where a detector fired, else the lowest), thinned for plotting. */
 export interface MetricSeries {
     readonly name: string;
     readonly rank: number | null;
-    readonly steps: readonly number[];
-    readonly values: readonly (number | null)[];
+    /** [step, value]; value null where it was not finite (NaN, inf). */
+    readonly points: readonly (readonly [number, number | null])[];
     readonly anomalies: readonly Anomaly[];
 }
 
 export interface DiagnoseResult {
     readonly initiatingRank: number | null;
+    /** Why that rank (or why none): the server's words; may be empty. */
+    readonly initiatingReason: string;
     readonly findings: readonly Finding[];
     readonly ranks: readonly RankReport[];
     readonly markdown: string;
@@ -151,18 +156,33 @@ function rankReports(value: unknown): RankReport[] {
         .sort((a, b) => a.rank - b.rank);
 }
 
-function metricSeries(value: unknown, where: string): MetricSeries {
-    const s = object(value, where);
-    const steps = array(s.steps, `${where}.steps`).map((v, i) => number(v, `${where}.steps[${i}]`));
-    const values = array(s.values, `${where}.values`).map((v, i) => (v === null ? null : number(v, `${where}.values[${i}]`)));
-    if (steps.length !== values.length) {
-        throw new MalformedResultError(`${where}.values`);
+function point(value: unknown, where: string): [number, number | null] {
+    const [x, v, ...rest] = array(value, where);
+    if (rest.length > 0) {
+        throw new MalformedResultError(where);
     }
-    const anomalies = array(s.anomalies ?? [], `${where}.anomalies`).map((a, i) => {
-        const an = object(a, `${where}.anomalies[${i}]`);
-        return { step: number(an.step, `${where}.anomalies[${i}].step`), label: string(an.label, `${where}.anomalies[${i}].label`) };
-    });
-    return { name: string(s.name, `${where}.name`), rank: rankOrNull(s.rank, `${where}.rank`), steps, values, anomalies };
+    return [number(x, `${where}[0]`), v === null ? null : number(v, `${where}[1]`)];
+}
+
+function anomaly(value: unknown, where: string): Anomaly {
+    const a = object(value, where);
+    return {
+        ...lineRef(a, where),
+        detector: string(a.detector, `${where}.detector`),
+        rank: rankOrNull(a.rank, `${where}.rank`),
+        x: a.x === undefined || a.x === null ? undefined : number(a.x, `${where}.x`),
+    };
+}
+
+function metricSeries(name: string, value: unknown): MetricSeries {
+    const where = `series.${name}`;
+    const s = object(value, where);
+    return {
+        name,
+        rank: rankOrNull(s.rank, `${where}.rank`),
+        points: array(s.points, `${where}.points`).map((p, i) => point(p, `${where}.points[${i}]`)),
+        anomalies: array(s.anomalies ?? [], `${where}.anomalies`).map((a, i) => anomaly(a, `${where}.anomalies[${i}]`)),
+    };
 }
 
 /** The typed result, or a MalformedResultError naming the first field that is wrong. */
@@ -170,10 +190,11 @@ export function parseDiagnoseResult(value: unknown): DiagnoseResult {
     const r = object(value, 'the result');
     return {
         initiatingRank: rankOrNull(r.initiating_rank, 'initiating_rank'),
+        initiatingReason: r.initiating_reason === undefined || r.initiating_reason === null ? '' : string(r.initiating_reason, 'initiating_reason'),
         findings: array(r.diagnoses, 'diagnoses').map((d, i) => finding(d, `diagnoses[${i}]`)),
         ranks: rankReports(r.ranks),
         markdown: r.markdown === undefined ? '' : string(r.markdown, 'markdown'),
-        series: array(r.series ?? [], 'series').map((s, i) => metricSeries(s, `series[${i}]`)),
+        series: Object.entries(object(r.series ?? {}, 'series')).map(([name, s]) => metricSeries(name, s)),
     };
 }
 

@@ -39,3 +39,39 @@ export function selectWithinBudget(files: readonly FolderFile[], budget: number)
     }
     return { files: chosen, skipped };
 }
+
+export interface LogText {
+    readonly uri: string;
+    readonly text: string;
+}
+
+export interface JoinedLogs {
+    /** Every file's text, each ending with a newline, one after the other. */
+    readonly text: string;
+    /** Where 1-based line `line` of `text` came from: the file and its 0-based line. */
+    place(line: number): { uri: string; line: number } | undefined;
+}
+
+/** The server diagnoses one text: the folder's files joined, with a map back to each file. */
+export function joinLogs(logs: readonly LogText[]): JoinedLogs {
+    const starts: { uri: string; first: number; count: number }[] = [];
+    const texts: string[] = [];
+    let next = 1;
+    for (const log of logs) {
+        if (log.text === '') {
+            continue;
+        }
+        const text = log.text.endsWith('\n') ? log.text : `${log.text}\n`;
+        const count = text.split('\n').length - 1;
+        starts.push({ uri: log.uri, first: next, count });
+        texts.push(text);
+        next += count;
+    }
+    return {
+        text: texts.join(''),
+        place: (line) => {
+            const file = starts.find((s) => line >= s.first && line < s.first + s.count);
+            return file && { uri: file.uri, line: line - file.first };
+        },
+    };
+}

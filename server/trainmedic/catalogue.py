@@ -7,20 +7,19 @@ where its id and category say). An invalid file fails with one line: file, line 
 
 from __future__ import annotations
 
-import difflib
 import json
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from trainmedic.model import Role
 from trainmedic.regex_safety import check_pattern
 
+DATA = Path(__file__).resolve().parent / "data"
 SCHEMA_RESOURCE = "rule.schema.json"
 CATALOGUE_RESOURCE = "catalogue.json"
 
@@ -208,7 +207,7 @@ class Catalogue:
 
 def bundled() -> Catalogue:
     """The catalogue shipped in the package (compiled from `rules/` by `compile_catalogue`)."""
-    text = resources.files("trainmedic").joinpath("data", CATALOGUE_RESOURCE).read_text("utf-8")
+    text = (DATA / CATALOGUE_RESOURCE).read_text("utf-8")
     data = json.loads(text)
     return Catalogue(tuple(Rule.from_dict(r, r.get("source", "")) for r in data["rules"]),
                      ("bundled",))
@@ -219,7 +218,7 @@ def bundled() -> Catalogue:
 def _schema_validator() -> Callable[[Any], Any]:
     import fastjsonschema
 
-    text = resources.files("trainmedic").joinpath("data", SCHEMA_RESOURCE).read_text("utf-8")
+    text = (DATA / SCHEMA_RESOURCE).read_text("utf-8")
     return fastjsonschema.compile(json.loads(text))
 
 
@@ -289,6 +288,8 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
             extra = sorted(set(error.value) - set(known))
             missing = [k for k in _schema_required(field_path) if k not in error.value]
             if extra:
+                import difflib
+
                 close = difflib.get_close_matches(extra[0], missing or known, n=1)
                 field_path.append(extra[0])
                 reason = "unknown field" + (f" (did you mean {close[0]!r}?)" if close else "")
@@ -303,7 +304,7 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
 
 def _schema_at(field_path: list[str | int]) -> dict[str, Any]:
     """The sub-schema that describes the value at `field_path`."""
-    text = resources.files("trainmedic").joinpath("data", SCHEMA_RESOURCE).read_text("utf-8")
+    text = (DATA / SCHEMA_RESOURCE).read_text("utf-8")
     root: dict[str, Any] = json.loads(text)
     schema = root
     for key in field_path:

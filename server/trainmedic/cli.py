@@ -21,9 +21,10 @@ EXIT_INTERRUPTED = 130
 EXIT_CODES = f"""\
 exit codes:
   {EXIT_OK}    success (with --exit-code: no root cause found)
-  {EXIT_ROOT_CAUSE}    with --exit-code: a root cause was found
+  {EXIT_ROOT_CAUSE}    with --exit-code: a root cause was found; check: findings remain
   {EXIT_USAGE}    bad command-line usage
   {EXIT_INPUT}    an input cannot be read as a log (missing, binary, unreadable, empty directory)
+       or, for check, a named script or config does not parse
   {EXIT_RULES}    a rule pack is invalid (the message names file, line and field)
   {EXIT_CANNOT_CHECK}    a probe could not run its check here (e.g. torch is not installed)
   {EXIT_INTERRUPTED}  interrupted
@@ -42,6 +43,19 @@ examples:
   torchrun ... 2>&1 | tee run.log; trainmedic diagnose run.log
   trainmedic diagnose /scratch/logs/job-42 --format json
   kubectl logs job/train | trainmedic diagnose - --exit-code
+"""
+
+CHECK_HELP = """\
+Check training scripts (*.py), DeepSpeed configs (*.json), Accelerate configs (*.yaml, *.yml)
+and launch scripts (*.sh) for risky lines: deprecated AMP calls, fp16 without loss scaling,
+a scaler that never updates, clipping scaled gradients, torch.load without weights_only, ...
+Directories are walked. A line ending in `# trainmedic: ignore[TM104]` (or a bare
+`# trainmedic: ignore`) is not reported.
+
+examples:
+  trainmedic check train.py ds_config.json
+  trainmedic check . --diff
+  trainmedic check src --format sarif > trainmedic.sarif
 """
 
 
@@ -142,6 +156,15 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return int(PROBES[args.name].run())
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from trainmedic.checks.command import check_paths
+
+    outcome = check_paths(args.paths, args.fix, args.diff, args.format, sys.stdout, sys.stderr)
+    if outcome.unchecked:
+        return EXIT_INPUT
+    return EXIT_ROOT_CAUSE if outcome.findings else EXIT_OK
+
+
 def cmd_lsp(args: argparse.Namespace) -> int:
     from trainmedic.lsp.server import serve  # the LSP stack loads only for this command
 
@@ -205,6 +228,19 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("name", choices=sorted(PROBES), metavar="NAME",
                        help="one of: " + ", ".join(sorted(PROBES)))
     probe.set_defaults(func=cmd_probe)
+
+    check = commands.add_parser(
+        "check", help="check training scripts and configs for risky lines",
+        description=CHECK_HELP, epilog=EXIT_CODES, formatter_class=_Formatter)
+    check.add_argument("paths", nargs="+", metavar="PATH", help="file or directory")
+    check.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                       help="text for people (default), json for programs, sarif for code "
+                            "scanning (json ranges are 0-based, as in LSP)")
+    fixing = check.add_mutually_exclusive_group()
+    fixing.add_argument("--fix", action="store_true", help="rewrite the files with the fixes")
+    fixing.add_argument("--diff", action="store_true",
+                        help="print the fixes as a unified diff; change nothing")
+    check.set_defaults(func=cmd_check)
 
     lsp = commands.add_parser(
         "lsp", help="run the language server on stdin/stdout (started by the editor)",

@@ -15,7 +15,7 @@ from trainmedic.metrics import TRIGGER, parse_sample
 from trainmedic.model import Event, Hit, Line, Traceback
 from trainmedic.ranks import census, parse_rank, rank_of_path
 from trainmedic.reader import Chunk
-from trainmedic.regex_safety import required_literal
+from trainmedic.regex_safety import required_literals
 from trainmedic.timestamps import Clock
 from trainmedic.tracebacks import CHAIN_MARKERS, HEADER, MAX_BLOCK_LINES, TracebackAssembler
 
@@ -27,7 +27,7 @@ METRIC = "@metric"
 class _Pattern:
     rule_id: str
     fingerprint: Fingerprint
-    literal: str | None
+    literals: tuple[str, ...] | None
 
 
 class Matcher:
@@ -40,14 +40,14 @@ class Matcher:
         metric = ((METRIC, Fingerprint("metric", TRIGGER, 1.0)),)
         rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
         self.patterns = tuple(
-            _Pattern(rule_id, fp, required_literal(fp.pattern, fp.ignore_case))
+            _Pattern(rule_id, fp, required_literals(fp.pattern, fp.ignore_case))
             for rule_id, fp in (*rules, *launcher, *metric)
         )
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
         """(offset, hit) for every match in `text`, in no particular order."""
         for pattern in self.patterns:
-            if pattern.literal is not None and pattern.literal not in text:
+            if pattern.literals is not None and not any(lit in text for lit in pattern.literals):
                 continue
             fp = pattern.fingerprint
             for match in fp.regex.finditer(text):

@@ -27,16 +27,16 @@ class Source:
 def _error_file_text(data: Any) -> tuple[str, float | None] | None:
     message = data.get("message") if isinstance(data, dict) else None
     if isinstance(message, str):
-        stamp = data.get("timestamp")
-        return message, float(stamp) if str(stamp).isdigit() else None
+        stamp = str(data.get("timestamp"))
+        return message, float(stamp) if stamp.isdigit() else None
     if not isinstance(message, dict):
         return None
     extra = message.get("extraInfo") or {}
     text = extra.get("py_callstack") or message.get("message")
     if not isinstance(text, str):
         return None
-    stamp = extra.get("timestamp")
-    return text, float(stamp) if str(stamp).isdigit() else None
+    stamp = str(extra.get("timestamp"))
+    return text, float(stamp) if stamp.isdigit() else None
 
 
 def adapt(path: str, stream: BinaryIO) -> Source:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
+
+from trainmedic.ranks import rank_of_path
 
 LOG_SUFFIXES = {".log", ".out", ".err", ".txt", ".json"}
 LOG_NAMES = {"stdout", "stderr"}
@@ -33,6 +37,30 @@ def _log_files(directory: Path) -> list[Path]:
             if path.suffix in LOG_SUFFIXES or path.stem in LOG_NAMES or name.startswith("slurm-"):
                 found.append(path)
     return found
+
+
+_RUN = re.compile(r"^(.*?)[/\\]attempt_(\d+)[/\\]|slurm-(\d+)[-_.]")
+
+
+def layout_warnings(files: list[str]) -> list[str]:
+    """What makes a folder of per-rank logs ambiguous: several runs, or one rank twice."""
+    runs = {m.group(0) for f in files if (m := _RUN.search(f))}
+    by_rank: dict[int, set[str]] = defaultdict(set)
+    for name in files:
+        rank = rank_of_path(name)
+        if rank is not None:
+            by_rank[rank].add(os.path.dirname(name) if "attempt_" in name else name)
+    clashing = sorted(rank for rank, places in by_rank.items() if len(places) > 1)
+    warnings = []
+    if len(runs) > 1:
+        warnings.append(f"logs of {len(runs)} runs or restart attempts are mixed here "
+                        f"({', '.join(sorted(runs)[:3])}{', …' if len(runs) > 3 else ''}); "
+                        "they are diagnosed as one run: pass one attempt's folder to separate them")
+    if clashing:
+        shown = ", ".join(map(str, clashing[:8])) + (" …" if len(clashing) > 8 else "")
+        warnings.append(f"rank {shown} appears in several files; ranks are read from each "
+                        "line's prefix where it has one, else from the file name")
+    return warnings
 
 
 def expand(paths: list[str]) -> tuple[list[str], list[str]]:
@@ -70,6 +98,7 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
             if not logs:
                 raise InputError(f"{given}: no log files in this directory "
                                  f"(looked for {', '.join(sorted(LOG_SUFFIXES))}, stdout, stderr)")
+            warnings.extend(layout_warnings(logs))
             files.extend(logs)
         else:
             files.append(given)

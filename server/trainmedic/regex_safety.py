@@ -74,35 +74,42 @@ def check_pattern(pattern: str) -> str | None:
     return _walk(parsed)
 
 
-def required_literal(pattern: str, ignore_case: bool = False) -> str | None:
-    """The longest literal every match must contain, for a cheap `in` prefilter."""
+def _longest_literal(items: Any) -> str:
+    best, run = "", []
+    for op, arg in list(items) + [(None, None)]:
+        if op is _c.LITERAL:
+            run.append(chr(arg))
+            continue
+        if op is _c.SUBPATTERN and arg[1] == 0 and arg[2] == 0 and \
+                all(o is _c.LITERAL for o, _ in arg[-1]):
+            run.extend(chr(a) for _, a in arg[-1])
+            continue
+        if op is _c.AT:
+            continue
+        text = "".join(run)
+        best = text if len(text) > len(best) else best
+        run = []
+        if op is _c.SUBPATTERN and arg[1] == 0 and arg[2] == 0:
+            inner = _longest_literal(arg[-1])
+            best = inner if len(inner) > len(best) else best
+    return best
+
+
+def required_literals(pattern: str, ignore_case: bool = False) -> tuple[str, ...] | None:
+    """Literals one of which every match contains, for a cheap `in` prefilter; None if none.
+
+    A plain sequence gives its longest literal; a top-level alternation gives one per branch.
+    """
     if ignore_case:
         return None
     try:
-        parsed = _p.parse(pattern)
+        parsed = list(_p.parse(pattern))
     except Exception:
         return None
-    best = ""
-    run: list[str] = []
-
-    def flush() -> None:
-        nonlocal best
-        text = "".join(run)
-        if len(text) > len(best):
-            best = text
-        run.clear()
-
-    def visit(items: Any) -> None:
-        for op, arg in items:
-            if op is _c.LITERAL:
-                run.append(chr(arg))
-            elif op is _c.SUBPATTERN and arg[1] == 0 and arg[2] == 0:
-                visit(arg[-1])
-            elif op in (_c.AT,):
-                continue
-            else:
-                flush()
-
-    visit(parsed)
-    flush()
-    return best if len(best) >= 3 else None
+    while len(parsed) == 1 and parsed[0][0] is _c.SUBPATTERN and parsed[0][1][1:3] == (0, 0):
+        parsed = list(parsed[0][1][-1])
+    if len(parsed) == 1 and parsed[0][0] is _c.BRANCH:
+        branches = [_longest_literal(branch) for branch in parsed[0][1][1]]
+        return tuple(branches) if all(len(b) >= 3 for b in branches) else None
+    best = _longest_literal(parsed)
+    return (best,) if len(best) >= 3 else None

@@ -290,5 +290,7 @@ def diagnosis_markdown(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
     head = "" if diagnosis.root_causes else \
         "No root cause found: only collateral failures (another rank or layer failed without " \
         "saying why in this text).\n\n"
-    reason = f"\n*Initiating rank: {diagnosis.reason}*\n" if diagnosis.reason else ""
+    rank = diagnosis.initiating_rank
+    reason = f"\n**Initiating rank:** {'none' if rank is None else rank}. {diagnosis.reason}\n" \
+        if diagnosis.reason else ""
     return head + finding_markdown(top, diagnosis, catalogue) + reason

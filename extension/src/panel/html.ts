@@ -99,12 +99,25 @@ function evidenceSection(model: PanelModel): string {
     return `<section aria-labelledby="h-evidence"><h2 id="h-evidence">Evidence</h2><ul class="evidence">${model.evidence.map(evidenceItem).join('')}</ul></section>`;
 }
 
+function anomalyList(chart: ChartModel): string {
+    if (chart.anomalies.length === 0) {
+        return '';
+    }
+    const items = chart.anomalies
+        .map((a) => `<li>${lineLink(a.link)} <span class="ev-meta">${escapeHtml(a.detector)}${a.rank === null ? '' : ` · rank ${a.rank}`}</span></li>`)
+        .join('');
+    return `<ul class="anomalies" aria-label="Anomalies in ${escapeHtml(chart.title.toLowerCase())}">${items}</ul>`;
+}
+
 function chartsSection(charts: readonly ChartModel[]): string {
     if (charts.length === 0) {
         return '';
     }
     const boxes = charts
-        .map((c, i) => `<figure class="chart"><figcaption>${escapeHtml(c.title)}</figcaption><div class="chart-body" data-chart="${i}"></div></figure>`)
+        .map((c, i) => {
+            const rank = c.rank === null ? '' : ` <span class="ev-meta">rank ${c.rank}</span>`;
+            return `<figure class="chart"><figcaption>${escapeHtml(c.title)}${rank}</figcaption><div class="chart-body" data-chart="${i}"></div>${anomalyList(c)}</figure>`;
+        })
         .join('');
     return `<section aria-labelledby="h-metrics"><h2 id="h-metrics">Metrics</h2><div class="charts">${boxes}</div>
 <script type="application/json" id="tm-charts">${embeddedJson(charts)}</script></section>`;

@@ -34,20 +34,22 @@ export interface EvidenceRow {
     readonly text: string;
 }
 
-export interface ChartLine {
-    readonly label: string;
-    /** Aligned with ChartModel.steps; null where this rank logged nothing at that step. */
-    readonly values: readonly (number | null)[];
+export interface AnomalyRow {
+    readonly detector: string;
+    readonly rank: number | null;
+    readonly link: LineLink;
 }
 
 export interface ChartModel {
     readonly title: string;
     readonly logScale: boolean;
+    /** The rank plotted, or null when the lines name none. */
+    readonly rank: number | null;
     readonly steps: readonly number[];
-    readonly lines: readonly ChartLine[];
-    /** Aligned with steps: the value to mark where an anomaly was found, else null. */
-    readonly anomalies: readonly (number | null)[];
-    readonly anomalyLabels: readonly string[];
+    readonly values: readonly (number | null)[];
+    /** Aligned with steps: the value to mark where an anomaly happened, else null. */
+    readonly marks: readonly (number | null)[];
+    readonly anomalies: readonly AnomalyRow[];
 }
 
 export interface RootCauseModel {
@@ -71,12 +73,12 @@ export interface PanelModel {
 }
 
 const EVIDENCE_SHOWN_PER_FINDING = 12;
-const QUOTE_WIDTH = 120;
 
-const METRICS: Readonly<Record<string, { title: string; logScale: boolean; order: number }>> = {
-    loss: { title: 'Loss', logScale: false, order: 0 },
-    loss_scale: { title: 'Loss scale', logScale: true, order: 1 },
-    grad_norm: { title: 'Gradient norm', logScale: true, order: 2 },
+/** The metrics the server extracts, in the order they are charted. */
+const METRICS: Readonly<Partial<Record<string, { title: string; logScale: boolean }>>> = {
+    loss: { title: 'Loss', logScale: false },
+    loss_scale: { title: 'Loss scale', logScale: true },
+    grad_norm: { title: 'Gradient norm', logScale: true },
 };
 
 function baseName(path: string): string {
@@ -87,47 +89,18 @@ function lineLabel(ref: LineRef): string {
     return `${baseName(ref.path)}:${ref.line}`;
 }
 
-function quote(text: string): string {
-    const trimmed = text.trim();
-    return trimmed.length <= QUOTE_WIDTH ? trimmed : `${trimmed.slice(0, QUOTE_WIDTH - 1)}…`;
-}
-
-function listRanks(ranks: readonly number[]): string {
-    if (ranks.length === 1) {
-        return `rank ${ranks[0]}`;
-    }
-    const head = ranks.slice(0, -1).join(', ');
-    return `ranks ${head} and ${ranks[ranks.length - 1]}`;
-}
-
-function sameLine(a: LineRef, b: LineRef): boolean {
-    return a.path === b.path && a.line === b.line;
-}
-
-/** Why the initiating rank is the one that started the failure, in one or two sentences. */
+/** Why the initiating rank is the one that started the failure (or why none is named). */
 export function explainInitiatingRank(result: DiagnoseResult): string {
-    const rank = result.initiatingRank;
-    const failedLater = result.ranks
-        .filter((r) => r.rank !== rank && r.status !== 'healthy' && r.status !== 'silent')
-        .map((r) => r.rank);
-    if (rank === null) {
-        if (result.ranks.length === 0) {
-            return 'The text names no ranks: it reads as the output of a single process.';
-        }
-        return 'No root-cause line names a rank, so the rank that failed first cannot be told from this text.';
+    if (result.initiatingReason !== '') {
+        const reason = result.initiatingReason;
+        return `${reason.charAt(0).toUpperCase()}${reason.slice(1)}${reason.endsWith('.') ? '' : '.'}`;
     }
-    const report = result.ranks.find((r) => r.rank === rank);
-    let why = `Rank ${rank} logged the earliest root-cause line`;
-    const first = report?.firstFailure;
-    if (first) {
-        const text = result.findings.flatMap((f) => f.evidence).find((e) => sameLine(e, first))?.text;
-        why += ` (${lineLabel(first)}${text ? `: “${quote(text)}”` : ''})`;
+    if (result.ranks.length === 0) {
+        return 'The text names no ranks: it reads as the output of a single process.';
     }
-    why += '.';
-    if (failedLater.length > 0) {
-        why += ` ${listRanks(failedLater).replace(/^r/, 'R')} failed after it: collateral damage, not the cause.`;
-    }
-    return why;
+    return result.initiatingRank === null
+        ? 'No root-cause line names a rank, so the rank that failed first cannot be told from this text.'
+        : `Rank ${result.initiatingRank} logged the earliest root-cause line.`;
 }
 
 class Places {
@@ -182,9 +155,12 @@ function evidenceRows(result: DiagnoseResult, places: Places): EvidenceRow[] {
     );
 }
 
-/** The rule ids under the entry's `## Related` heading, as `rule_markdown` writes them. */
+/**
+ * The rule ids the server's Markdown lists as related: a `**Related:**` line (a diagnosis) or
+ * the line under a `## Related` heading (a catalogue entry), each id in backticks.
+ */
 export function relatedFromMarkdown(markdown: string): string[] {
-    const line = /^## Related\s*\n+([^\n]*)/m.exec(markdown)?.[1] ?? '';
+    const line = /^(?:\*\*Related:\*\*|## Related\s*\n+)([^\n]*)/m.exec(markdown)?.[1] ?? '';
     return [...line.matchAll(/`([a-z0-9][a-z0-9-]*)`/g)].flatMap((m) => (m[1] ? [m[1]] : []));
 }
 
@@ -193,37 +169,35 @@ function relatedIds(result: DiagnoseResult, root: Finding | undefined): string[]
     return [...new Set(ids)].filter((id) => id !== root?.ruleId);
 }
 
-function metricInfo(name: string): { title: string; logScale: boolean; order: number } {
-    return METRICS[name] ?? { title: name.replace(/_/g, ' '), logScale: false, order: Object.keys(METRICS).length };
+function chart(series: MetricSeries, places: Places): ChartModel {
+    const info = METRICS[series.name] ?? { title: series.name.replace(/_/g, ' '), logScale: false };
+    const steps = series.points.map(([x]) => x);
+    const values = series.points.map(([, v]) => v);
+    const marks: (number | null)[] = values.map(() => null);
+    for (const a of series.anomalies) {
+        const i = a.x === undefined ? -1 : steps.indexOf(a.x);
+        if (i >= 0) {
+            marks[i] = values[i] ?? null;
+        }
+    }
+    return {
+        title: info.title,
+        logScale: info.logScale,
+        rank: series.rank,
+        steps,
+        values,
+        marks,
+        anomalies: series.anomalies.map((a) => ({ detector: a.detector, rank: a.rank, link: places.link(a) })),
+    };
 }
 
-/** One chart per metric: every rank's series aligned on the union of their steps. */
-export function buildCharts(series: readonly MetricSeries[]): ChartModel[] {
-    const byName = new Map<string, MetricSeries[]>();
-    for (const s of series) {
-        byName.set(s.name, [...(byName.get(s.name) ?? []), s]);
-    }
-    return [...byName.entries()]
-        .sort(([a], [b]) => metricInfo(a).order - metricInfo(b).order || a.localeCompare(b))
-        .map(([name, group]) => {
-            const steps = [...new Set(group.flatMap((s) => s.steps))].sort((a, b) => a - b);
-            const column = new Map(steps.map((step, i) => [step, i]));
-            const anomalies: (number | null)[] = steps.map(() => null);
-            const anomalyLabels: string[] = steps.map(() => '');
-            const lines = group.map((s) => {
-                const at = new Map(s.steps.map((step, i) => [step, s.values[i] ?? null]));
-                for (const a of s.anomalies) {
-                    const i = column.get(a.step);
-                    if (i !== undefined) {
-                        anomalies[i] = at.get(a.step) ?? null;
-                        anomalyLabels[i] = anomalyLabels[i] ? `${anomalyLabels[i]}; ${a.label}` : a.label;
-                    }
-                }
-                return { label: s.rank === null ? name : `rank ${s.rank}`, values: steps.map((step) => at.get(step) ?? null) };
-            });
-            const info = metricInfo(name);
-            return { title: info.title, logScale: info.logScale, steps, lines, anomalies, anomalyLabels };
-        });
+/** One chart per metric, loss first, then loss scale and gradient norm. */
+function buildCharts(series: readonly MetricSeries[], places: Places): ChartModel[] {
+    const order = (name: string): number => {
+        const i = Object.keys(METRICS).indexOf(name);
+        return i < 0 ? Number.MAX_SAFE_INTEGER : i;
+    };
+    return [...series].sort((a, b) => order(a.name) - order(b.name) || a.name.localeCompare(b.name)).map((s) => chart(s, places));
 }
 
 export function buildPanelModel(result: DiagnoseResult, origin: string, locate: Locate): PanelModel {
@@ -243,7 +217,7 @@ export function buildPanelModel(result: DiagnoseResult, origin: string, locate: 
         ranks: rankRows(result, places),
         evidence: evidenceRows(result, places),
         related: relatedIds(result, root),
-        charts: buildCharts(result.series),
+        charts: buildCharts(result.series, places),
         places: places.list,
     };
 }

@@ -13,18 +13,14 @@ interface VsCodeApi {
 
 declare function acquireVsCodeApi(): VsCodeApi;
 
-interface ChartLine {
-    label: string;
-    values: (number | null)[];
-}
-
-interface ChartModel {
+/** What the extension embeds per chart (see ChartModel in src/panel/model.ts). */
+interface ChartData {
     title: string;
     logScale: boolean;
+    rank: number | null;
     steps: number[];
-    lines: ChartLine[];
-    anomalies: (number | null)[];
-    anomalyLabels: string[];
+    values: (number | null)[];
+    marks: (number | null)[];
 }
 
 const vscode = acquireVsCodeApi();
@@ -60,33 +56,27 @@ function themeColour(name: string, fallback: string): string {
 // uPlot declares its scale kinds as a const enum in its .d.ts only, which a bundler cannot inline.
 // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-assignment
 const LOGARITHMIC = 3 as uPlot.Scale.Distr;
-
-const LINE_COLOURS = ['--vscode-charts-blue', '--vscode-charts-green', '--vscode-charts-purple', '--vscode-charts-orange', '--vscode-charts-yellow'];
+const CHART_HEIGHT = 180;
 
 function positiveOrNull(values: (number | null)[]): (number | null)[] {
     return values.map((v) => (v !== null && v > 0 ? v : null));
 }
 
-function chartOptions(chart: ChartModel, width: number): uPlot.Options {
+function chartOptions(chart: ChartData, width: number): uPlot.Options {
     const foreground = themeColour('--vscode-charts-foreground', themeColour('--vscode-foreground', '#888'));
     const grid = themeColour('--vscode-charts-lines', 'rgba(128,128,128,0.3)');
+    const line = themeColour('--vscode-charts-blue', foreground);
     const anomaly = themeColour('--vscode-charts-red', '#e51400');
     const axis: uPlot.Axis = { stroke: foreground, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
     return {
         width,
-        height: 180,
+        height: CHART_HEIGHT,
         scales: { x: { time: false }, y: chart.logScale ? { distr: LOGARITHMIC } : {} },
         axes: [{ ...axis, label: 'step' }, { ...axis, size: 70 }],
-        legend: { live: true },
         cursor: { drag: { x: false, y: false } },
         series: [
             { label: 'step' },
-            ...chart.lines.map((line, i) => ({
-                label: line.label,
-                stroke: themeColour(LINE_COLOURS[i % LINE_COLOURS.length] ?? '--vscode-charts-blue', foreground),
-                width: 1.5,
-                spanGaps: true,
-            })),
+            { label: chart.rank === null ? chart.title : `${chart.title}, rank ${chart.rank}`, stroke: line, width: 1.5, spanGaps: true },
             {
                 label: 'anomaly',
                 stroke: anomaly,
@@ -94,16 +84,14 @@ function chartOptions(chart: ChartModel, width: number): uPlot.Options {
                 width: 0,
                 paths: () => null,
                 points: { show: true, size: 9, stroke: anomaly, fill: anomaly },
-                value: (_u: uPlot, v: number | null, _s: number, idx: number | null) =>
-                    v === null || idx === null ? '—' : chart.anomalyLabels[idx] ?? String(v),
             },
         ],
     };
 }
 
-function chartData(chart: ChartModel): uPlot.AlignedData {
+function chartData(chart: ChartData): uPlot.AlignedData {
     const clean = chart.logScale ? positiveOrNull : (v: (number | null)[]) => v;
-    return [chart.steps, ...chart.lines.map((l) => clean(l.values)), clean(chart.anomalies)];
+    return [chart.steps, clean(chart.values), clean(chart.marks)];
 }
 
 function drawCharts(): void {
@@ -111,7 +99,7 @@ function drawCharts(): void {
     if (!source?.textContent) {
         return;
     }
-    const charts = JSON.parse(source.textContent) as ChartModel[];
+    const charts = JSON.parse(source.textContent) as ChartData[];
     const plots: uPlot[] = [];
     const draw = (): void => {
         for (const plot of plots.splice(0)) {
@@ -132,7 +120,7 @@ function drawCharts(): void {
         window.clearTimeout(pending);
         pending = window.setTimeout(() => {
             document.querySelectorAll<HTMLElement>('[data-chart]').forEach((box, i) => {
-                plots[i]?.setSize({ width: Math.max(box.clientWidth, 240), height: 180 });
+                plots[i]?.setSize({ width: Math.max(box.clientWidth, 240), height: CHART_HEIGHT });
             });
         }, 100);
     }).observe(document.body);

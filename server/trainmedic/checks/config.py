@@ -33,7 +33,12 @@ class Node:
     is_mapping: bool = False
 
     def get(self, key: str) -> Node | None:
-        return next((value for k, _, value in self.entries if k == key), None)
+        found = self.entry(key)
+        return found[1] if found else None
+
+    def entry(self, key: str) -> tuple[Range, Node] | None:
+        """The range of `key` and its value."""
+        return next(((where, value) for k, where, value in self.entries if k == key), None)
 
     def walk(self) -> Iterator[Node]:
         yield self

@@ -35,9 +35,11 @@ def _claims(doc: ConfigDocument) -> tuple[list[tuple[Range, TextEdit | None]], b
 
 
 def _enabled(block: Node | None) -> Node | None:
-    """The `enabled: true` value of a DeepSpeed precision block."""
-    enabled = block.get("enabled") if block is not None and block.is_mapping else None
-    return enabled if is_true(enabled) else None
+    """The `true` that turns a precision on: a DeepSpeed block's `enabled`, or the value of a
+    plain `fp16: true` (Transformers arguments kept as YAML)."""
+    if block is not None and block.is_mapping:
+        block = block.get("enabled")
+    return block if is_true(block) else None
 
 
 class Fp16AndBf16(Check):
@@ -45,9 +47,10 @@ class Fp16AndBf16(Check):
 
     ## What it does
     Finds configurations that turn on both: a DeepSpeed config (JSON, or embedded in YAML)
-    with `"fp16": {"enabled": true}` and `"bf16": {"enabled": true}`, an Accelerate config
-    whose `mixed_precision` disagrees with the DeepSpeed block it carries,
-    `TrainingArguments(fp16=True, bf16=True)`, and a command line with `--fp16` and `--bf16`.
+    with `"fp16": {"enabled": true}` and `"bf16": {"enabled": true}`, a YAML config whose
+    `mixed_precision: fp16` disagrees with a bf16 block it carries, Transformers arguments
+    with `fp16: true` and `bf16: true` (in YAML or as `TrainingArguments(...)`), and a
+    command line with `--fp16` and `--bf16`.
 
     ## Why is this bad?
     A run has one compute precision. DeepSpeed refuses to start ("bfloat16 and fp16 modes

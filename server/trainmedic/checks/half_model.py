@@ -22,8 +22,8 @@ class HalfModelTrained(Check):
 
     ## What it does
     Finds `X.half()`, `X.to(torch.float16)` and `X.to(dtype=torch.half)` where `X` (or the
-    name the result is assigned to) later has an optimizer built on its `parameters()` or is
-    put in `.train()` mode.
+    name the result is assigned to) later, in the same function, has an optimizer built on
+    its `parameters()` or is put in `.train()` mode.
 
     ## Why is this bad?
     With the weights themselves in float16 the optimizer adds updates to fp16 numbers: an
@@ -56,22 +56,25 @@ class HalfModelTrained(Check):
     name = "fp16-model-trained"
 
     def python(self, src: PythonSource) -> Iterator[CheckFinding]:
-        trained: dict[str, list[tuple[int, int]]] = {}
+        trained: dict[tuple[ast.AST, str], list[tuple[int, int]]] = {}
         casts: list[tuple[ast.Call, ast.Attribute, str]] = []
         for call in src.calls:
             receiver, name = method(call) or (None, "")
             if name == "train" and receiver is not None and _training_mode(call):
-                trained.setdefault(dotted(receiver) or "", []).append(_at(call))
+                trained.setdefault((src.scopes[call], dotted(receiver) or ""), []).append(
+                    _at(call))
             elif _builds_optimizer(src, call):
                 for arg in [*call.args, *(k.value for k in call.keywords)]:
                     params = arg if isinstance(arg, ast.Call) else None
                     of, what = (method(params) if params else None) or (None, "")
                     if of is not None and what in ("parameters", "named_parameters"):
-                        trained.setdefault(dotted(of) or "", []).append(_at(call))
+                        trained.setdefault((src.scopes[call], dotted(of) or ""), []).append(
+                            _at(call))
             elif isinstance(call.func, ast.Attribute) and _to_fp16(src, call, name):
                 casts.append((call, call.func, _model_name(src, call, call.func.value)))
         for call, func, key in casts:
-            if key and any(at > _at(call) for at in trained.get(key, ())):
+            later = trained.get((src.scopes[call], key), ())
+            if key and any(at > _at(call) for at in later):
                 end = src.end(func)
                 start = Position(end.line, end.character - len(func.attr))
                 yield self.finding(Range(start, src.end(call)),

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterator
 
 from trainmedic.checks.base import Check, CheckFinding, Position, Range, Severity, TextEdit
-from trainmedic.checks.config import ConfigDocument
+from trainmedic.checks.config import ConfigDocument, is_true
 from trainmedic.checks.python import PythonSource, keyword, literal
 from trainmedic.checks.shell import ShellScript
 
@@ -36,8 +36,8 @@ class PreferBf16(Check):
     ## What it does
     Finds fp16 chosen through a framework: `TrainingArguments(fp16=True)` (and TRL configs),
     `Accelerator(mixed_precision="fp16")`, Lightning's `Trainer(precision="16-mixed")`,
-    `mixed_precision: fp16` in an Accelerate config, and `--fp16` or
-    `--mixed_precision fp16` on a launch command line.
+    `mixed_precision: fp16` in an Accelerate config, `fp16: true` in Transformers arguments
+    kept as YAML or JSON, and `--fp16` or `--mixed_precision fp16` on a launch command line.
 
     ## Why is this bad?
     fp16's range ends at 65504, so activations overflow and the run depends on a loss scaler
@@ -94,11 +94,21 @@ class PreferBf16(Check):
 
     def config(self, doc: ConfigDocument) -> Iterator[CheckFinding]:
         for root in doc.roots:
-            found = root.get("mixed_precision") if root.is_mapping else None
+            if not root.is_mapping:
+                continue
+            found = root.get("mixed_precision")
             edit = doc.replace_word(found.range, "fp16", "bf16") \
                 if found is not None and found.value == "fp16" else None
             if found is not None and edit is not None:
                 yield self.finding(found.range, MESSAGE, [edit])
+            fp16, bf16 = root.entry("fp16"), root.get("bf16")
+            if fp16 is None or not is_true(fp16[1]) or is_true(bf16):
+                continue
+            key, value = fp16
+            rename = doc.replace_word(key, "fp16", "bf16")
+            fix = [TextEdit(value.range, "false"), TextEdit(bf16.range, "true")] \
+                if bf16 is not None else [rename] if rename else None
+            yield self.finding(Range(key.start, value.range.end), MESSAGE, fix)
 
     def shell(self, script: ShellScript) -> Iterator[CheckFinding]:
         if any(True for _ in script.matches(BF16_FLAG)):

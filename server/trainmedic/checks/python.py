@@ -227,6 +227,16 @@ class PythonSource:
             last += 1
         return Range(self._span(first).start, self._span(last).end)
 
+    def grouped_range(self, node: ast.expr) -> Range:
+        """`node`'s range with the parentheses directly around it, when the node is the value
+        of an attribute (`(loss / n).backward()`), where such parentheses only group."""
+        start = self._token_at_or_after(self.start(node)) - 1
+        end = self._token_at_or_after(self.end(node))
+        if start >= 0 and self._tokens[start].string == "(" and \
+                self._tokens[end].string == ")":
+            return Range(self._span(start).start, self._span(end).end)
+        return self.range(node)
+
     def open_paren(self, call: ast.Call) -> int:
         """Index of the token `(` that opens `call`'s arguments."""
         index = self._token_at_or_after(self.end(call.func))

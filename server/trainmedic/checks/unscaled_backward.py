@@ -60,7 +60,8 @@ class UnscaledBackward(Check):
             if receiver is None or name != "backward" or call.args or not scaler or \
                     scope in scaling:
                 continue
-            fix = TextEdit(src.range(receiver), f"{scaler}.scale({src.segment(receiver)})")
+            fix = TextEdit(src.grouped_range(receiver),
+                           f"{scaler}.scale({src.segment(receiver)})")
             yield self.finding(src.range(call),
                                f"backward() on an unscaled loss while {scaler}.step() "
                                f"unscales the gradients: use {scaler}.scale(loss).backward()",

@@ -123,24 +123,24 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, text: str,
         marks.setdefault(where.start.line, []).append(Mark(finding, line, is_root))
 
     tail = " (no root cause was found in this text)"
+    initiating = diagnosis.initiating_rank
     if root is not None:
         top, root_line = root
         title = catalogue.by_id[top.rule_id].title
-        root_rank = rank_of(top, root_line)
-        add(top, root_line, f"Root cause{_on(root_rank)}: {title} "
+        add(top, root_line, f"Root cause{_on(initiating)}: {title} "
             f"(confidence {top.confidence:.2f})", True)
         at = lines.range(root_line.number)
         related = [types.DiagnosticRelatedInformation(
             location=types.Location(uri=uri, range=at),
-            message=f"root cause{_on(root_rank)}: {title}")]
-        tail = f" (root cause{_on(root_rank)}, line {at.start.line + 1})"
+            message=f"root cause{_on(initiating)}: {title}")]
+        tail = f" (root cause{_on(initiating)} at line {at.start.line + 1})"
     for finding in diagnosis.findings:
         title = catalogue.by_id[finding.rule_id].title
         for line in finding.evidence:
             if root is not None and finding is root[0] and line == root[1]:
                 continue
             rank = rank_of(finding, line)
-            if root is not None and finding is root[0] and rank == rank_of(*root):
+            if root is not None and finding is root[0] and initiating in (None, rank):
                 message = f"Evidence for the root cause{_on(rank)}: {title}"
             else:
                 message = f"Collateral{_on(rank)}: {title}{tail}"

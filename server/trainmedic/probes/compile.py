@@ -28,7 +28,8 @@ def _count_compiles(torch: Any, dynamic: bool | None) -> int:
 
     def counting_backend(gm: Any, example_inputs: Any) -> Callable[..., Any]:
         compiles.append(1)
-        return gm.forward
+        forward: Callable[..., Any] = gm.forward
+        return forward
 
     def scale(x: Any) -> Any:
         return x * 2 + 1
@@ -68,6 +69,11 @@ def _recompile_checks(torch: Any, report: Report) -> None:
     report.info("see every guard failure with TORCH_LOGS=recompiles python train.py")
 
 
+def _describe(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
+
+
 def _cxx_compiler() -> tuple[str | None, str]:
     """The C++ compiler inductor will use, or None and why not."""
     try:
@@ -75,7 +81,7 @@ def _cxx_compiler() -> tuple[str | None, str]:
 
         return str(cpp_builder.get_cpp_compiler()), ""
     except Exception as error:
-        return None, f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else ''}"
+        return None, _describe(error)
 
 
 def _inductor_cpu(torch: Any, report: Report) -> None:
@@ -96,9 +102,7 @@ def _inductor_cpu(torch: Any, report: Report) -> None:
     try:
         result = torch.compile(fused, backend="inductor")(x)
     except Exception as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        report.check(False, f"inductor failed to compile a tiny CPU function: "
-                     f"{type(error).__name__}: {first}")
+        report.check(False, f"inductor failed to compile a tiny CPU function: {_describe(error)}")
         return
     finally:
         torch._dynamo.reset()

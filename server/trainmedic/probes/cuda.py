@@ -18,9 +18,12 @@ SUMMARY = "CUDA build vs driver vs GPU architecture, cuDNN/cuBLAS smoke test, de
 
 DRIVER_PROC = Path("/proc/driver/nvidia/version")
 RERUN_HINTS = (
-    "to locate a device-side assert or illegal memory access, rerun the failing step on the GPU node with",
-    "  CUDA_LAUNCH_BLOCKING=1 python train.py ...         (synchronous launches: the traceback names the failing op)",
-    "  compute-sanitizer --tool memcheck python train.py  (exact kernel and address of an illegal memory access)",
+    "to locate a device-side assert or illegal memory access, rerun the failing step on the GPU "
+    "node with",
+    "  CUDA_LAUNCH_BLOCKING=1 python train.py ...         "
+    "(synchronous launches: the traceback names the failing op)",
+    "  compute-sanitizer --tool memcheck python train.py  "
+    "(exact kernel and address of an illegal memory access)",
     "  TORCH_USE_CUDA_DSA=1 is a build-time flag: it only helps with a PyTorch compiled with it",
 )
 
@@ -56,10 +59,11 @@ def _driver_checks(torch: Any, report: Report) -> bool:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         available = bool(torch.cuda.is_available())
-    messages = [str(w.message).strip() for w in caught if "CUDA initialization" in str(w.message)]
+    messages = [str(w.message).strip() for w in caught
+                if "CUDA initialization" in str(w.message)]
     if torch.version.cuda is None:
-        report.skip("CPU-only torch build: the driver vs CUDA runtime check needs the CUDA build of "
-                    "torch used for training (pip install torch --index-url "
+        report.skip("CPU-only torch build: the driver vs CUDA runtime check needs the CUDA "
+                    "build of torch used for training (pip install torch --index-url "
                     "https://download.pytorch.org/whl/cu126, for example)")
         if visible:
             report.info("an NVIDIA driver is visible, but this torch cannot use it")
@@ -77,12 +81,13 @@ def _driver_checks(torch: Any, report: Report) -> bool:
         report.check(False, f"torch cannot initialize CUDA: {message.splitlines()[0]}")
     if not messages:
         if visible:
-            report.check(False, "an NVIDIA driver is visible but torch.cuda.is_available() is False: "
-                         "check CUDA_VISIBLE_DEVICES and the container's GPU access (--gpus all)")
+            report.check(False, "an NVIDIA driver is visible but torch.cuda.is_available() is "
+                         "False: check CUDA_VISIBLE_DEVICES and the container's GPU access "
+                         "(--gpus all)")
         else:
-            report.skip("no NVIDIA driver visible (no /proc/driver/nvidia/version, no nvidia-smi): "
-                        "cannot check driver vs runtime here; run `nvidia-smi` and this probe on the "
-                        "GPU node")
+            report.skip("no NVIDIA driver visible (no /proc/driver/nvidia/version, no "
+                        "nvidia-smi): cannot check driver vs runtime here; run `nvidia-smi` and "
+                        "this probe on the GPU node")
     return False
 
 
@@ -91,8 +96,9 @@ def _gpu_checks(torch: Any, report: Report, arch_list: list[str]) -> None:
         name = torch.cuda.get_device_name(index)
         major, minor = torch.cuda.get_device_capability(index)
         report.check(_arch_supports(arch_list, major, minor),
-                     f"GPU{index} {name} (sm_{major}{minor}) is covered by the compiled architectures "
-                     "(otherwise: 'no kernel image is available for execution on the device')")
+                     f"GPU{index} {name} (sm_{major}{minor}) is covered by the compiled "
+                     "architectures (otherwise: 'no kernel image is available for execution on "
+                     "the device')")
     device = torch.device("cuda", 0)
     try:
         a = torch.randn(64, 64, device=device)
@@ -137,8 +143,8 @@ def run() -> int:
         return CANNOT_CHECK
     report = Report()
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    report.info(f"torch {torch.__version__}, CUDA runtime {torch.version.cuda or 'none (CPU-only build)'}, "
-                f"cuDNN {cudnn or 'none'}")
+    runtime = torch.version.cuda or "none (CPU-only build)"
+    report.info(f"torch {torch.__version__}, CUDA runtime {runtime}, cuDNN {cudnn or 'none'}")
     arch_list = list(torch.cuda.get_arch_list())
     report.info("compiled GPU architectures: " + (" ".join(arch_list) or "none"))
 
@@ -147,8 +153,8 @@ def run() -> int:
     else:
         report.skip("GPU architecture vs torch.cuda.get_arch_list() (the no-kernel-image check), "
                     "cuBLAS matmul and cuDNN convolution: no usable GPU here; on the GPU node run "
-                    "python -c \"import torch; print(torch.version.cuda, torch.cuda.get_arch_list(), "
-                    "torch.cuda.get_device_capability())\"")
+                    "python -c \"import torch; print(torch.version.cuda, "
+                    "torch.cuda.get_arch_list(), torch.cuda.get_device_capability())\"")
 
     _assert_triage(torch, report)
     for line in RERUN_HINTS:

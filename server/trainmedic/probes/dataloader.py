@@ -111,6 +111,17 @@ def _report_limits(report: Report, torch: ModuleType) -> str:
     return strategy
 
 
+def _chain(error: BaseException) -> str:
+    """The first line of an exception and of each exception it was raised from."""
+    parts: list[str] = []
+    seen: BaseException | None = error
+    while seen is not None and len(parts) < 4:
+        text = str(seen).strip()
+        parts.append(f"{type(seen).__name__}: {text.splitlines()[0][:300] if text else ''}")
+        seen = seen.__cause__ or seen.__context__
+    return " <- ".join(parts)
+
+
 def _run_loader(report: Report, torch: ModuleType) -> None:
     fds_before = _open_fds()
     started = time.monotonic()
@@ -121,9 +132,8 @@ def _run_loader(report: Report, torch: ModuleType) -> None:
         workers = list(getattr(iterator, "_workers", []))
         batches = list(iterator)
     except (RuntimeError, OSError) as error:  # a dead worker, a full /dev/shm, no fds left
-        first = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
-        report.check(False, f"the DataLoader failed here: {type(error).__name__}: {first[:300]}"
-                     " (trainmedic diagnose on this output names the cause)")
+        report.check(False, "the DataLoader failed here: " + _chain(error)
+                     + " (trainmedic diagnose on this output names the cause)")
         return
     elapsed = time.monotonic() - started
     seen = sorted(int(i) for batch in batches for i in batch["index"])

@@ -9,12 +9,13 @@ client's "diagnose again with a rule pack" works.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from trainmedic.catalogue import Catalogue, RuleError
@@ -23,6 +24,8 @@ from trainmedic.lsp.diagnostics import publishable
 from trainmedic.lsp.rulepacks import layered
 from trainmedic.lsp.server import TrainmedicServer
 from trainmedic.render import diagnosis_markdown, to_dict
+
+logger = logging.getLogger(__name__)
 
 COMMAND = "trainmedic.diagnose"
 USAGE = f'{COMMAND} expects [{{"text": string, "uri"?: string, "range"?: Range, ' \
@@ -73,7 +76,8 @@ def _with_packs(ls: TrainmedicServer, directories: tuple[str, ...]) -> Catalogue
     return layered(ls.rules.current()[0], (Path(d) for d in directories), fail)
 
 
-async def diagnose(ls: TrainmedicServer, *args: object) -> dict[str, Any]:
+async def diagnose(ls: TrainmedicServer, *args: object) -> dict[str, Any] | None:
+    """The diagnosis; None when cancelled, which pygls has already answered."""
     request = parse(args)
     catalogue = _with_packs(ls, request.rule_packs)
     path = (to_fs_path(request.uri) or request.uri) if request.uri else "<text>"
@@ -82,7 +86,8 @@ async def diagnose(ls: TrainmedicServer, *args: object) -> dict[str, Any]:
             diagnosis, catalogue = await jobs.run(ls, request.text, path, cancel,
                                                   "trainmedic: diagnosing", catalogue)
         except jobs.Cancelled:
-            raise JsonRpcRequestCancelled(f"{COMMAND} cancelled") from None
+            logger.info("%s cancelled", COMMAND)
+            return None
     result = to_dict(diagnosis, catalogue)
     result["markdown"] = diagnosis_markdown(diagnosis, catalogue)
     if request.uri is not None:

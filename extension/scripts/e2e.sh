@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# End-to-end test of the extension in a real VS Code: code-server (from npm) with the built VSIX
+# installed, driven through its UI by playwright-core and Debian's Chromium, headless.
+#
+# Installs what it needs from the package registries only (apt: chromium; npm: node@24 and
+# code-server into a cache outside the repository; playwright-core is a devDependency of the
+# extension, so `npm ci` brings it), builds the VSIX, runs
+# test/e2e/ui.test.mjs and prints one "N passed, N failed" line. Idempotent: a second run
+# reuses the cache and takes well under a minute.
+#
+# Environment: TRAINMEDIC_E2E_CACHE (default /opt/trainmedic-e2e), TRAINMEDIC_E2E_ARTIFACTS
+# (screenshots; default <repo>/tests/artifacts/e2e), PYTHON (Python 3.10+ that bundles the
+# server's libraries and runs the server; default python3), E2E_KEEP=1 keeps the run folder.
+set -euo pipefail
+
+EXT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+REPO=$(cd "$EXT/.." && pwd)
+CACHE=${TRAINMEDIC_E2E_CACHE:-/opt/trainmedic-e2e}
+ARTIFACTS=${TRAINMEDIC_E2E_ARTIFACTS:-$REPO/tests/artifacts/e2e}
+PYTHON=${PYTHON:-python3}
+CODE_SERVER_VERSION=4.139.1   # VS Code 1.139.1
+NODE_MAJOR=24                 # code-server's postinstall refuses any other Node
+CHROMIUM=/usr/bin/chromium
+
+say() { printf 'e2e: %s\n' "$*" >&2; }
+started=$SECONDS
+
+# --- 1. Chromium from Debian (never a downloaded browser build) ---------------------------
+if [ ! -x "$CHROMIUM" ]; then
+    say "installing chromium (apt)"
+    SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+# --- 2. Node 24 and code-server in the cache -----------------------------------------------
+STAMP="$CACHE/.installed-node$NODE_MAJOR-code-server$CODE_SERVER_VERSION"
+if [ ! -f "$STAMP" ]; then
+    say "installing node@$NODE_MAJOR and code-server@$CODE_SERVER_VERSION into $CACHE"
+    mkdir -p "$CACHE"
+    # Its own package.json, or npm walks up and installs into a parent project.
+    [ -f "$CACHE/package.json" ] || echo '{"private": true}' > "$CACHE/package.json"
+    (cd "$CACHE" && npm install --no-audit --no-fund --loglevel=error "node@$NODE_MAJOR")
+    # code-server's install scripts must run under Node 24, so it comes first on PATH.
+    (cd "$CACHE" && PATH="$CACHE/node_modules/.bin:$PATH" npm install --no-audit --no-fund --loglevel=error \
+        "code-server@$CODE_SERVER_VERSION")
+    touch "$STAMP"
+fi
+export PATH="$CACHE/node_modules/.bin:$PATH"
+say "node $(node --version), code-server $(code-server --version | head -n1 | cut -d' ' -f1)"
+
+# --- 3. The VSIX ---------------------------------------------------------------------------
+cd "$EXT"
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    say "npm ci"
+    npm ci --no-audit --no-fund --loglevel=error
+fi
+say "packaging the extension"
+PYTHON="$PYTHON" npm run --silent package -- --out "$EXT/trainmedic-e2e.vsix" >/dev/null
+VSIX="$EXT/trainmedic-e2e.vsix"
+
+# --- 4. A fresh code-server with the VSIX installed ----------------------------------------
+RUN=$(mktemp -d /tmp/trainmedic-e2e.XXXXXX)
+CS_PID=""
+cleanup() {
+    if [ -n "$CS_PID" ]; then kill -- "-$CS_PID" 2>/dev/null || true; fi
+    if [ "${E2E_KEEP:-0}" = 1 ]; then say "run folder kept: $RUN"; else rm -rf "$RUN"; fi
+}
+trap cleanup EXIT
+
+mkdir -p "$RUN/data/User" "$RUN/extensions" "$RUN/bin"
+cp -r "$EXT/test/fixtures/workspace" "$RUN/workspace"
+# The server runs on the Python this test was given, found first on PATH as python3.
+PYTHON_EXE=$(command -v "$PYTHON")
+ln -s "$PYTHON_EXE" "$RUN/bin/python3"
+cat > "$RUN/data/User/settings.json" <<'JSON'
+{
+  "security.workspace.trust.enabled": false,
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.enableExperiments": false,
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "telemetry.telemetryLevel": "off",
+  "update.mode": "none",
+  "editor.hover.delay": 300,
+  "files.associations": { "*.log": "log" }
+}
+JSON
+printf 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n' > "$RUN/config.yaml"
+code-server --config "$RUN/config.yaml" --user-data-dir "$RUN/data" --extensions-dir "$RUN/extensions" \
+    --install-extension "$VSIX" >"$RUN/install.log" 2>&1 || { cat "$RUN/install.log"; exit 1; }
+
+PATH="$RUN/bin:$PATH" setsid code-server --config "$RUN/config.yaml" --user-data-dir "$RUN/data" \
+    --extensions-dir "$RUN/extensions" --disable-telemetry --disable-update-check \
+    --disable-workspace-trust "$RUN/workspace" >"$RUN/code-server.log" 2>&1 &
+CS_PID=$!
+PORT=""
+for _ in $(seq 1 300); do
+    PORT=$(sed -n 's#.*HTTP server listening on http://127.0.0.1:\([0-9]*\)/.*#\1#p' "$RUN/code-server.log")
+    if [ -n "$PORT" ] && curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz"; then break; fi
+    PORT=""
+    sleep 0.1
+done
+[ -n "$PORT" ] || { say "code-server did not start"; cat "$RUN/code-server.log"; exit 1; }
+say "code-server on port $PORT ($((SECONDS - started)) s so far)"
+
+# --- 5. The UI test ------------------------------------------------------------------------
+mkdir -p "$ARTIFACTS"
+status=0
+CS_URL="http://127.0.0.1:$PORT" WORKSPACE="$RUN/workspace" ARTIFACTS="$ARTIFACTS" PROFILE="$RUN/chromium" \
+    CHROMIUM="$CHROMIUM" README_SHOT="$EXT/media/panel.png" \
+    node "$EXT/test/e2e/ui.test.mjs" || status=$?
+if [ "$status" != 0 ]; then
+    say "code-server log: $RUN/code-server.log"
+    tail -n 40 "$RUN/code-server.log" >&2 || true
+fi
+say "done in $((SECONDS - started)) s"
+exit "$status"

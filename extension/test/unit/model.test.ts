@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { MalformedResultError, parseDiagnoseResult } from '../../src/diagnosis';
+import { Locate, buildPanelModel, relatedFromMarkdown } from '../../src/panel/model';
+
+/** A real answer of the server for test/fixtures/workspace/torchrun-amp.log. */
+const FIXTURE = join(__dirname, '..', '..', '..', 'test', 'fixtures', 'diagnosis', 'torchrun-amp.json');
+const raw = JSON.parse(readFileSync(FIXTURE, 'utf8')) as Record<string, unknown>;
+
+const inDocument =
+    (uri: string, firstLine: number): Locate =>
+    (ref) => ({ uri, line: firstLine + ref.line - 1 });
+
+describe('diagnosis → panel model', () => {
+    const result = parseDiagnoseResult(raw);
+
+    it('shows the root cause, its fix and verification command', () => {
+        const model = buildPanelModel(result, 'torchrun-amp.log', inDocument('file:///ws/torchrun-amp.log', 0));
+        assert.equal(model.root?.ruleId, 'amp-loss-scale');
+        assert.equal(model.root.confidencePercent, 95);
+        assert.match(model.root.fix, /torch\.amp\.GradScaler\("cuda"\)/);
+        assert.equal(model.root.verify, 'trainmedic probe amp');
+    });
+
+    it('names the initiating rank and why, in the server’s words', () => {
+        const model = buildPanelModel(result, 'x', () => undefined);
+        assert.equal(model.initiatingRank, 0);
+        assert.equal(model.why, 'Rank 0 failed first with a root cause (amp-loss-scale, /work/logs/torchrun-amp.log:45).');
+    });
+
+    it('lists every rank, the initiating one first, with its first failure line', () => {
+        const model = buildPanelModel(result, 'x', inDocument('file:///ws/torchrun-amp.log', 0));
+        assert.deepEqual(
+            model.ranks.map((r) => [r.rank, r.status, r.initiating, r.firstFailure?.label]),
+            [
+                [0, 'failed-first', true, 'torchrun-amp.log:45'],
+                [1, 'killed', false, undefined],
+                [2, 'killed', false, undefined],
+            ],
+        );
+        assert.deepEqual(model.ranks[0]?.ruleIds, ['amp-loss-scale']);
+    });
+
+    it('maps evidence lines into the document, offset by where the selection starts', () => {
+        const model = buildPanelModel(result, 'x', inDocument('file:///ws/torchrun-amp.log', 100));
+        const first = model.evidence[0];
+        assert.equal(first?.ruleId, 'amp-loss-scale');
+        assert.equal(first.role, 'root');
+        assert.match(first.text, /Minimum loss scale reached/);
+        assert.deepEqual(model.places[first.link.place ?? -1], { uri: 'file:///ws/torchrun-amp.log', line: 144 });
+        // The root-cause line is both a rank's first failure and evidence: one place for both.
+        assert.equal(model.ranks[0]?.firstFailure?.place, first.link.place);
+    });
+
+    it('leaves lines without a place (terminal output) unlinked', () => {
+        const model = buildPanelModel(result, 'x', () => undefined);
+        assert.equal(model.places.length, 0);
+        assert.ok(model.evidence.every((e) => e.link.place === undefined));
+    });
+
+    it('relates the entries the Markdown names and the other findings', () => {
+        const model = buildPanelModel(result, 'x', () => undefined);
+        assert.deepEqual(model.related, ['amp-bf16-vs-fp16', 'nan-loss', 'gradient-explosion', 'elastic-child-failed']);
+        assert.deepEqual(relatedFromMarkdown('# T\n\n## Related\n\n`a-b`, `c`\n'), ['a-b', 'c']);
+        assert.deepEqual(relatedFromMarkdown('no such section'), []);
+    });
+
+    it('charts each metric in a fixed order and marks anomalies at their step', () => {
+        const withSeries = parseDiagnoseResult({
+            ...raw,
+            series: {
+                grad_norm: { rank: 1, points: [[1, 2.5]], anomalies: [] },
+                loss_scale: {
+                    rank: 0,
+                    points: [
+                        [1, 65536],
+                        [2, 32768],
+                        [3, null],
+                    ],
+                    anomalies: [
+                        { detector: 'scale-collapse', rank: 0, path: '/work/logs/torchrun-amp.log', line: 9, x: 2 },
+                        { detector: 'scale-collapse', rank: 0, path: '/work/logs/torchrun-amp.log', line: 10 },
+                    ],
+                },
+                loss: { rank: 0, points: [[1, 7.1]], anomalies: [] },
+            },
+        });
+        const model = buildPanelModel(withSeries, 'x', inDocument('file:///ws/a.log', 0));
+        assert.deepEqual(
+            model.charts.map((c) => [c.title, c.logScale, c.rank]),
+            [
+                ['Loss', false, 0],
+                ['Loss scale', true, 0],
+                ['Gradient norm', true, 1],
+            ],
+        );
+        const scale = model.charts[1];
+        assert.deepEqual(scale?.steps, [1, 2, 3]);
+        assert.deepEqual(scale.values, [65536, 32768, null]);
+        assert.deepEqual(scale.marks, [null, 32768, null]);
+        assert.deepEqual(
+            scale.anomalies.map((a) => [a.detector, a.link.label]),
+            [
+                ['scale-collapse', 'torchrun-amp.log:9'],
+                ['scale-collapse', 'torchrun-amp.log:10'],
+            ],
+        );
+    });
+
+    it('says when no root cause was found', () => {
+        const none = parseDiagnoseResult({ initiating_rank: null, initiating_reason: '', diagnoses: [], ranks: {}, markdown: '' });
+        const model = buildPanelModel(none, 'x', () => undefined);
+        assert.equal(model.root, undefined);
+        assert.equal(model.why, 'The text names no ranks: it reads as the output of a single process.');
+    });
+});
+
+describe('parsing the server’s answer', () => {
+    it('names the first malformed field', () => {
+        const broken = { ...raw, diagnoses: [{ ...(raw.diagnoses as object[])[0], confidence: 'high' }] };
+        assert.throws(() => parseDiagnoseResult(broken), new MalformedResultError('diagnoses[0].confidence'));
+        assert.throws(() => parseDiagnoseResult({ ...raw, ranks: { zero: {} } }), new MalformedResultError('ranks.zero'));
+        assert.throws(() => parseDiagnoseResult(null), new MalformedResultError('the result'));
+    });
+
+    it('accepts an answer without the optional fields', () => {
+        const minimal = parseDiagnoseResult({ initiating_rank: null, diagnoses: [] });
+        assert.deepEqual(minimal, { initiatingRank: null, initiatingReason: '', findings: [], ranks: [], markdown: '', series: [] });
+    });
+});

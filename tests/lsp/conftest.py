@@ -1,0 +1,64 @@
+"""The real server process (`python -m trainmedic lsp`) driven by a client with VS Code's
+capabilities, in a workspace folder of its own."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "trainmedic", "lsp"])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "settings(options): the initializationOptions the client starts with")
+    config.addinivalue_line(
+        "markers", "configuration(section): the client's answer to workspace/configuration")
+
+
+@pytest.fixture
+def registrations() -> list[types.Registration]:
+    """What the server asked the client to register (file watchers)."""
+    return []
+
+
+def initialize_params(root: Path, options: Any = None) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"),
+        root_uri=root.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        initialization_options=options)
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, tmp_path: Path,
+                 registrations: list[types.Registration]):
+    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def register_capability(params: types.RegistrationParams) -> None:
+        registrations.extend(params.registrations)
+
+    @lsp_client.feature(types.CLIENT_UNREGISTER_CAPABILITY)
+    def unregister_capability(params: types.UnregistrationParams) -> None:
+        gone = {u.id for u in params.unregisterations}
+        registrations[:] = [r for r in registrations if r.id not in gone]
+
+    configuration = request.node.get_closest_marker("configuration")
+    if configuration is not None:
+        lsp_client.set_configuration(configuration.args[0], section="trainmedic")
+    settings = request.node.get_closest_marker("settings")
+    await lsp_client.initialize_session(
+        initialize_params(tmp_path, settings.args[0] if settings else None))
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=SERVER)
+async def bare_client(lsp_client: LanguageClient):
+    """A server that has been started but not initialized."""
+    yield
