@@ -19,6 +19,16 @@ export default tseslint.config(
         },
     },
     {
+        // node:test's describe/it return promises that the runner itself awaits.
+        files: ['test/unit/**/*.ts'],
+        rules: {
+            '@typescript-eslint/no-floating-promises': [
+                'error',
+                { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it'] }] },
+            ],
+        },
+    },
+    {
         files: ['**/*.mjs', 'test/e2e/**/*.js'],
         languageOptions: {
             globals: { process: 'readonly', console: 'readonly', URL: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly' },

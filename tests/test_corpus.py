@@ -48,3 +48,19 @@ def test_healthy_runs_have_no_root_cause(path: Path) -> None:
 
 def test_corpus_is_present() -> None:
     assert len(cases()) >= 60, f"expected the labelled corpus at {CORPUS}"
+
+
+def test_first_diagnosis_accuracy_over_the_whole_corpus() -> None:
+    right = [first_id(path) in {case["expected"], *(case.get("also_ok") or [])}
+             for path, case in cases()]
+    assert sum(right) / len(right) >= 0.9, f"{sum(right)}/{len(right)}"
+
+
+def test_initiating_rank_accuracy_on_labelled_multi_rank_logs() -> None:
+    labelled = [(path, case) for path, case in cases()
+                if case.get("multi_rank") and case.get("initiating_rank") is not None]
+    right = 0
+    for path, case in labelled:
+        with opened([str(path)]) as streams:
+            right += diagnose(streams, CATALOGUE).initiating_rank == case["initiating_rank"]
+    assert right / len(labelled) >= 0.95, f"{right}/{len(labelled)}"

@@ -25,21 +25,25 @@ CHROMIUM=/usr/bin/chromium
 say() { printf 'e2e: %s\n' "$*" >&2; }
 started=$SECONDS
 
-# --- 1. Chromium from Debian (never a downloaded browser build) ---------------------------
-if [ ! -x "$CHROMIUM" ]; then
-    say "installing chromium (apt)"
+# --- 1. Debian packages: Chromium (never a downloaded browser build), and the Kerberos headers
+# that code-server's native kerberos module builds against ---------------------------------
+APT_PACKAGES="chromium libkrb5-dev"
+if ! dpkg -s $APT_PACKAGES >/dev/null 2>&1; then
+    say "installing $APT_PACKAGES (apt)"
     SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $APT_PACKAGES >/dev/null
 fi
 
 # --- 2. Node 24 and code-server in the cache -----------------------------------------------
 STAMP="$CACHE/.installed-node$NODE_MAJOR-code-server$CODE_SERVER_VERSION"
 if [ ! -f "$STAMP" ]; then
     say "installing node@$NODE_MAJOR and code-server@$CODE_SERVER_VERSION into $CACHE"
+    # From scratch: a half-finished earlier install leaves broken links behind.
+    rm -rf "$CACHE/node_modules" "$CACHE/package-lock.json"
     mkdir -p "$CACHE"
     # Its own package.json, or npm walks up and installs into a parent project.
-    [ -f "$CACHE/package.json" ] || echo '{"private": true}' > "$CACHE/package.json"
+    echo '{"private": true}' > "$CACHE/package.json"
     (cd "$CACHE" && npm install --no-audit --no-fund --loglevel=error "node@$NODE_MAJOR")
     # code-server's install scripts must run under Node 24, so it comes first on PATH.
     (cd "$CACHE" && PATH="$CACHE/node_modules/.bin:$PATH" npm install --no-audit --no-fund --loglevel=error \
@@ -79,6 +83,8 @@ cat > "$RUN/data/User/settings.json" <<'JSON'
   "workbench.startupEditor": "none",
   "workbench.tips.enabled": false,
   "workbench.enableExperiments": false,
+  "workbench.secondarySideBar.defaultVisibility": "hidden",
+  "chat.disableAIFeatures": true,
   "extensions.autoCheckUpdates": false,
   "extensions.autoUpdate": false,
   "telemetry.telemetryLevel": "off",
@@ -97,7 +103,7 @@ PATH="$RUN/bin:$PATH" setsid code-server --config "$RUN/config.yaml" --user-data
 CS_PID=$!
 PORT=""
 for _ in $(seq 1 300); do
-    PORT=$(sed -n 's#.*HTTP server listening on http://127.0.0.1:\([0-9]*\)/.*#\1#p' "$RUN/code-server.log")
+    PORT=$(sed -n 's#.*HTTP server listening on http://127.0.0.1:\([0-9]*\)/.*#\1#p' "$RUN/code-server.log" 2>/dev/null || true)
     if [ -n "$PORT" ] && curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz"; then break; fi
     PORT=""
     sleep 0.1

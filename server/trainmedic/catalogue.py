@@ -350,8 +350,9 @@ def _check_semantics(data: dict[str, Any], path: Path, base: Path | None,
             if missing:
                 raise fail(["fingerprints", index, "where"],
                            f"names no group of the pattern: {', '.join(missing)}")
-    if data["monitor"] not in names:
-        raise fail(["monitor"], f"names no fingerprint: {data['monitor']!r}")
+    detectors = {d["name"] for d in data.get("detectors", ())}
+    if data["monitor"] not in names | detectors:
+        raise fail(["monitor"], f"names no fingerprint or detector: {data['monitor']!r}")
 
 
 def load_pack(directory: Path) -> Catalogue:

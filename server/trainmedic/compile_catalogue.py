@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainmedic.catalogue import CATALOGUE_RESOURCE, Catalogue, load_pack
+from trainmedic.catalogue import CATALOGUE_RESOURCE, Catalogue, RuleError, load_pack
 from trainmedic.render import rule_markdown
 
 RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
@@ -50,7 +50,12 @@ def reference_pages(catalogue: Catalogue) -> dict[str, str]:
 
 
 def main() -> int:
-    OUTPUT.write_text(compile_rules(), "utf-8")
+    try:
+        compiled = compile_rules()
+    except RuleError as error:
+        print(f"invalid rule: {error}", file=sys.stderr)
+        return 1
+    OUTPUT.write_text(compiled, "utf-8")
     DOCS.mkdir(parents=True, exist_ok=True)
     pages = reference_pages(load_pack(RULES_DIR))
     for stale in set(p.name for p in DOCS.glob("*.md")) - pages.keys():

@@ -21,8 +21,9 @@ EVIDENCE_KEPT = 6
 # name -> (what it means, default parameters)
 DETECTORS: dict[str, tuple[str, dict[str, float]]] = {
     "non-finite-loss": ("the loss is NaN or inf on `min_count` samples", {"min_count": 2}),
-    "non-finite-grad-norm": ("the gradient norm is NaN or inf on `min_count` samples",
-                             {"min_count": 5}),
+    "non-finite-grad-norm": ("the gradient norm is NaN or inf on `min_run` samples in a row "
+                             "(a dynamic loss scale calibrating overflows a few in a row)",
+                             {"min_run": 8}),
     "zero-loss-run": ("the loss is exactly 0 for `min_run` consecutive samples",
                       {"min_run": 20}),
     "scale-collapse": ("the loss scale falls `min_decreases` times in a row to at most "
@@ -31,6 +32,8 @@ DETECTORS: dict[str, tuple[str, dict[str, float]]] = {
                     "overflow, or for `min_steps` steps", {"min_overflows": 3, "min_steps": 2500}),
     "overflow-rate": ("at least `min_rate` of `min_samples` or more samples are skipped "
                       "overflow steps", {"min_rate": 0.2, "min_samples": 20}),
+    "grad-norm-huge": ("the gradient norm is at least `min_value` on `min_count` samples",
+                       {"min_value": 1e6, "min_count": 3}),
     "grad-norm-spike": ("the gradient norm exceeds `factor` times the median of the previous "
                         "`window` samples (after `min_history`)",
                         {"factor": 10, "window": 50, "min_history": 10}),
@@ -76,7 +79,12 @@ class Detector:
         self._non_finite(sample.get("loss"), line)
 
     def _non_finite_grad_norm(self, sample: Sample, line: Line) -> None:
-        self._non_finite(sample.get("grad_norm"), line)
+        value = sample.get("grad_norm")
+        if value is None:
+            return
+        self._run = 0 if math.isfinite(value) else self._run + 1
+        if self._run >= self.params["min_run"]:
+            self._hit(line)
 
     def _zero_loss_run(self, sample: Sample, line: Line) -> None:
         loss = sample.get("loss")
@@ -120,6 +128,13 @@ class Detector:
                 self._count / self._samples >= self.params["min_rate"] and \
                 (sample.overflow or sample.skipped):
             self._hit(line)
+
+    def _grad_norm_huge(self, sample: Sample, line: Line) -> None:
+        value = sample.get("grad_norm")
+        if value is not None and math.isfinite(value) and value >= self.params["min_value"]:
+            self._count += 1
+            if self._count >= self.params["min_count"]:
+                self._hit(line)
 
     def _windowed(self, value: float | None) -> tuple[float, bool] | None:
         """The running median before `value`, and whether there is enough history."""

@@ -44,14 +44,17 @@ class Evidence:
     metrics: MetricSeries = field(default_factory=lambda: MetricSeries.for_keys(()))
 
 
-def match_rules(events: Iterable[Event], catalogue: Catalogue,
-                paths: list[str] | None = None) -> Evidence:
-    keys = (detector_key(d.name, dict(d.params)) for r in catalogue.rules for d in r.detectors)
-    evidence = Evidence(paths=list(paths or []), metrics=MetricSeries.for_keys(keys))
+def metric_series(catalogue: Catalogue) -> MetricSeries:
+    """An empty series running every detector configuration the catalogue's rules name."""
+    return MetricSeries.for_keys(detector_key(d.name, dict(d.params))
+                                 for rule in catalogue.rules for d in rule.detectors)
+
+
+def match_rules(events: Iterable[Event], paths: list[str] | None = None,
+                metrics: MetricSeries | None = None) -> Evidence:
+    evidence = Evidence(paths=list(paths or []), metrics=metrics or MetricSeries.for_keys(()))
     for event in events:
         line = event.line
-        if event.sample is not None:
-            evidence.metrics.feed(event.sample, line)
         if line.path not in evidence.paths:
             evidence.paths.append(line.path)
         if line.rank is not None:
@@ -64,9 +67,11 @@ def match_rules(events: Iterable[Event], catalogue: Catalogue,
                     evidence.launcher.append((line, hit))
                 continue
             found = evidence.rules.setdefault(hit.rule_id, _RuleEvidence())
-            found.counts[hit.fingerprint] += 1
             kept = found.lines.setdefault(hit.fingerprint, [])
-            if len(kept) < EVIDENCE_PER_FINGERPRINT and line not in kept:
+            if kept and kept[-1] is line:
+                continue  # min_count counts lines, not several hits on one line
+            found.counts[hit.fingerprint] += 1
+            if len(kept) < EVIDENCE_PER_FINGERPRINT:
                 kept.append(line)
             rank_text = hit.group("rank")
             rank = int(rank_text) if rank_text and rank_text.isdigit() else line.rank
@@ -154,13 +159,13 @@ def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
     """Read every input once and diagnose them together as one run."""
     matcher = matcher or Matcher(catalogue)
     sources = [adapt(path, stream) for path, stream in inputs]
-    census = RankCensus()
-    chunks = census.observe(chunk for source in sources
-                            for chunk in read_chunks(source.stream, source.path))
+    census, metrics = RankCensus(), metric_series(catalogue)
+    chunks = metrics.observe(census.observe(
+        chunk for source in sources for chunk in read_chunks(source.stream, source.path)))
     times = {s.path: s.timestamp for s in sources if s.timestamp is not None}
-    evidence = match_rules(extract_events(chunks, matcher, times), catalogue,
-                           [s.path for s in sources])
-    evidence.ranks_seen |= census.ranks
+    evidence = match_rules(extract_events(chunks, matcher, times), [s.path for s in sources],
+                           metrics)
+    evidence.ranks_seen |= census.ranks | metrics.ranks
     return diagnose_evidence(evidence, catalogue)
 
 

@@ -11,16 +11,12 @@ from dataclasses import dataclass, replace
 
 from trainmedic.catalogue import Catalogue, Fingerprint
 from trainmedic.launcher import LAUNCHER, PATTERNS
-from trainmedic.metrics import TRIGGER, parse_sample
 from trainmedic.model import Event, Hit, Line, Traceback
 from trainmedic.ranks import census, parse_rank, rank_of_path
 from trainmedic.reader import Chunk
 from trainmedic.regex_safety import required_literals
 from trainmedic.timestamps import Clock
 from trainmedic.tracebacks import CHAIN_MARKERS, HEADER, MAX_BLOCK_LINES, TracebackAssembler
-
-
-METRIC = "@metric"
 
 
 @dataclass(frozen=True)
@@ -30,25 +26,68 @@ class _Pattern:
     literals: tuple[str, ...] | None
 
 
+ANCHOR_LENGTH = 4
+# Four-letter runs common in any English text make poor anchors: they are nearly always present.
+_COMMON = frozenset({"tion", "ment", "ther", "that", "with", "have", "this", "from", "ould",
+                     "ally", "ence", "ance", "able", "ight", "ions", "ated", "ting"})
+
+
+def _anchors(literals: list[str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """Group literals under shared four-character anchors (greedy set cover).
+
+    One `in` test of an absent anchor rules out its whole group, so a quiet chunk costs a few
+    dozen substring searches instead of one per literal. Literals sharing no anchor stay single.
+    """
+    left, groups = sorted(set(literals)), []
+    while left:
+        counts: dict[str, int] = {}
+        for literal in left:
+            for gram in sorted({literal[i:i + ANCHOR_LENGTH]
+                                for i in range(len(literal) - ANCHOR_LENGTH + 1)}):
+                if " " not in gram and gram.lower() not in _COMMON:
+                    counts[gram] = counts.get(gram, 0) + 1
+        best = max(sorted(counts), key=lambda g: counts[g], default=None)
+        if best is None or counts[best] < 2:
+            break
+        groups.append((best, [lit for lit in left if best in lit]))
+        left = [lit for lit in left if best not in lit]
+    return groups, left
+
+
 class Matcher:
-    """Every fingerprint of a catalogue, scanned over a chunk of text (pure-Python backend)."""
+    """Every fingerprint of a catalogue, scanned over a chunk of text (pure-Python backend).
+
+    A pattern runs only on chunks that contain one of its required literals; literals are
+    tested through shared anchors, so most chunks of a healthy log run almost no regex.
+    """
 
     name = "python-re"
 
     def __init__(self, catalogue: Catalogue) -> None:
         launcher = ((LAUNCHER, Fingerprint(name, pattern, 1.0)) for name, pattern in PATTERNS)
-        metric = ((METRIC, Fingerprint("metric", TRIGGER, 1.0)),)
         rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
         self.patterns = tuple(
             _Pattern(rule_id, fp, required_literals(fp.pattern, fp.ignore_case))
-            for rule_id, fp in (*rules, *launcher, *metric)
+            for rule_id, fp in (*rules, *launcher)
         )
+        self._always = [p for p in self.patterns if p.literals is None]
+        self._by_literal: dict[str, list[_Pattern]] = {}
+        for pattern in self.patterns:
+            for literal in pattern.literals or ():
+                self._by_literal.setdefault(literal, []).append(pattern)
+        self._groups, self._singles = _anchors(list(self._by_literal))
+
+    def _candidates(self, text: str) -> list[_Pattern]:
+        present = [lit for lit in self._singles if lit in text]
+        for anchor, literals in self._groups:
+            if anchor in text:
+                present.extend(lit for lit in literals if lit in text)
+        chosen = {id(p): p for lit in present for p in self._by_literal[lit]}
+        return [*self._always, *chosen.values()]
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
         """(offset, hit) for every match in `text`, in no particular order."""
-        for pattern in self.patterns:
-            if pattern.literals is not None and not any(lit in text for lit in pattern.literals):
-                continue
+        for pattern in self._candidates(text):
             fp = pattern.fingerprint
             for match in fp.regex.finditer(text):
                 groups = match.groupdict()
@@ -158,7 +197,4 @@ def extract_events(chunks: Iterable[Chunk], matcher: Matcher,
             line = replace(line, rank=rank,
                            timestamp=stamp if stamp is not None else file_times.get(chunk.path))
             block = blocks.get(number)
-            found = tuple(hits.get(number, ()))
-            sample = parse_sample(body) if any(h.rule_id == METRIC for h in found) else None
-            yield Event(line, tuple(h for h in found if h.rule_id != METRIC),
-                        block[1] if block else None, sample)
+            yield Event(line, tuple(hits.get(number, ())), block[1] if block else None)

@@ -3,19 +3,30 @@
 People print metrics in a handful of shapes: Hugging Face dict lines (`{'loss': 0.0, ...}`),
 Megatron-LM iteration lines (`lm loss: ... | loss scale: ... | grad norm: ...`), DeepSpeed and
 Apex overflow lines, progress-bar postfixes (`loss=nan`) and plain `step 10 loss 2.31`. Each
-becomes a `Sample`; the line is only parsed when the matcher found a metric word in it.
+becomes a `Sample`; only lines with a metric word are parsed.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+
+from trainmedic.model import Line
+from trainmedic.ranks import parse_rank
+from trainmedic.reader import MAX_LINE_CHARS, Chunk
 
 METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 
-# The matcher's cheap trigger: only lines with one of these words are parsed.
-TRIGGER = r"(?i:loss|grad[_ ]norm)"
+# Only lines with one of these words are parsed.
+_TRIGGER = re.compile(r"(?i:loss|grad[_ ]norm)")
+# Text that makes a chunk worth reading in full: a non-finite or zero loss, a loss scale.
+_NOTABLE = re.compile(
+    r"(?i:loss|grad[_ ]norm)['\"]?\s{0,3}[:=]\s{0,3}(?:nan|[-+]?inf|0(?:\.0*)?(?![\w.]))"
+    r"|(?i:loss[_ ]scale|skipping step)"
+)
+SAMPLES_PER_QUIET_CHUNK = 128
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
 _PAIR = re.compile(
@@ -92,3 +103,32 @@ def parse_sample(body: str) -> Sample | None:
     if not values and not skipped:
         return None
     return Sample(tuple(sorted(values.items())), step, overflow is not None, skipped)
+
+
+def scan_metrics(chunk: Chunk) -> Iterator[tuple[Sample, Line]]:
+    """The samples of one chunk, with their lines (rank set, no timestamp).
+
+    A chunk with a notable value (non-finite or zero loss, a loss scale, a skipped step) is read
+    in full; in a quiet chunk only its first SAMPLES_PER_QUIET_CHUNK metric lines are read, which
+    is plenty for the plotted series and for the trend detectors, and keeps a log of a billion
+    steps from costing a parse per line.
+    """
+    text = chunk.text
+    budget = None if _NOTABLE.search(text) else SAMPLES_PER_QUIET_CHUNK
+    offset, number, end = 0, chunk.first_line, -1
+    for match in _TRIGGER.finditer(text):
+        if match.start() <= end:
+            continue  # another metric word on a line already read
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.start())
+        number += text.count("\n", offset, start)
+        offset = start
+        rank, body = parse_rank(text[start:end])
+        sample = parse_sample(body)
+        if sample is None:
+            continue
+        yield sample, Line(chunk.path, number, text[start:end][:MAX_LINE_CHARS], rank)
+        if budget is not None:
+            budget -= 1
+            if not budget:
+                return

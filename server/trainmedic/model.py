@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from trainmedic.metrics import Sample
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -53,7 +50,6 @@ class Event:
     line: Line
     hits: tuple[Hit, ...] = ()
     traceback: Traceback | None = None
-    sample: Sample | None = None
 
 
 class Role(str, Enum):

@@ -61,7 +61,9 @@ _PATH_RANK = (
                re.IGNORECASE),
 )
 # Rank markers counted over whole chunks, to know which ranks exist even if they stayed quiet.
-_CENSUS = re.compile(r"\[(?:rank ?|default|Rank )(\d{1,6})\]|^\[\d{1,6},(\d{1,6})\]<std", re.M)
+_CENSUS = re.compile(
+    r"\[(?:rank ?|default|Rank )(\d{1,6})\]|^\[\d{1,6},(\d{1,6})\]<std|^ {0,4}(\d{1,6}): (?=\S)",
+    re.MULTILINE)
 
 
 def rank_of_path(path: str) -> int | None:
@@ -75,4 +77,4 @@ def rank_of_path(path: str) -> int | None:
 
 def census(text: str) -> set[int]:
     """Every rank named by a rank marker anywhere in `text`."""
-    return {int(a or b) for a, b in set(_CENSUS.findall(text))}
+    return {int(a or b or c) for a, b, c in set(_CENSUS.findall(text))}

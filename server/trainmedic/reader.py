@@ -20,7 +20,7 @@ MAX_LINE_CHARS = 4000  # what a Line keeps for display; matching sees the whole 
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CR_BEFORE_NL = re.compile(r"\r+\n")
-_CR_OVERWRITTEN = re.compile(r"[^\n\r]*\r")
+_CR_OVERWRITTEN = re.compile(r"^[^\n]*\r", re.MULTILINE)  # up to a line's last \r
 
 
 @dataclass(frozen=True)

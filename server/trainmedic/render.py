@@ -10,6 +10,7 @@ from typing import Any
 
 from trainmedic.attribution import chronological
 from trainmedic.catalogue import Catalogue, Rule
+from trainmedic.detectors import DETECTORS
 from trainmedic.model import Diagnosis, Finding, Line, Role
 
 TEXT_EVIDENCE = 6
@@ -211,14 +212,20 @@ def rule_markdown(rule: Rule) -> str:
         "## Verify", f"```sh\n{rule.verify_command}\n```\n{rule.verify_explains}",
         "## Affected systems", bullets(rule.affected_systems),
     ]
-    monitor = next(fp for fp in rule.fingerprints if fp.name == rule.monitor)
-    parts += ["## Fingerprint to monitor", f"`{monitor.name}`: `{monitor.pattern}`"]
+    parts += ["## Fingerprint to monitor", _monitor(rule)]
     if rule.related:
         parts += ["## Related", ", ".join(f"`{r}`" for r in rule.related)]
     if rule.references:
         parts += ["## References",
                   "\n".join(f"- [{r.title}]({r.url})" for r in rule.references)]
     return "\n\n".join(parts) + "\n"
+
+
+def _monitor(rule: Rule) -> str:
+    fingerprint = next((fp for fp in rule.fingerprints if fp.name == rule.monitor), None)
+    if fingerprint is not None:
+        return f"`{fingerprint.name}`: `{fingerprint.pattern}`"
+    return f"`{rule.monitor}` (metric detector: {DETECTORS[rule.monitor][0]})"
 
 
 def rule_text(rule: Rule) -> str:
@@ -236,6 +243,9 @@ def rule_text(rule: Rule) -> str:
             + (f", at least {fp.min_count} hits" if fp.min_count > 1 else "")
             + (f", where {fp.where.left} {fp.where.op} {fp.where.right}" if fp.where else "")
             + f"): {fp.pattern}" for fp in rule.fingerprints]
+    out += [f"  {d.name} (metric detector, weight {d.weight}"
+            + "".join(f", {k}={v:g}" for k, v in d.params) + f"): {DETECTORS[d.name][0]}"
+            for d in rule.detectors]
     if rule.related:
         out += ["", "Related: " + ", ".join(rule.related)]
     if rule.references:

@@ -8,13 +8,14 @@ the same memory as a short one.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainmedic.detectors import Detector, detector_params
-from trainmedic.metrics import METRICS, Sample
+from trainmedic.metrics import METRICS, Sample, scan_metrics
 from trainmedic.model import Line
+from trainmedic.reader import Chunk
 
 PLOT_POINTS = 500
 ANOMALIES_KEPT = 50
@@ -51,27 +52,39 @@ class MetricSeries:
     keys: tuple[DetectorKey, ...]
     detectors: dict[tuple[DetectorKey, int | None], Detector] = field(default_factory=dict)
     series: dict[tuple[str, int | None], _Series] = field(default_factory=dict)
+    plotted_ranks: set[int | None] = field(default_factory=set)
+    ranks: set[int] = field(default_factory=set)
     samples: int = 0
 
     @classmethod
     def for_keys(cls, keys: Iterable[DetectorKey]) -> MetricSeries:
         return cls(tuple(dict.fromkeys(keys)))
 
+    def observe(self, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
+        """Taps a chunk stream: every chunk's samples are fed, the chunk passes on."""
+        for chunk in chunks:
+            for sample, line in scan_metrics(chunk):
+                self.feed(sample, line)
+            yield chunk
+
     def feed(self, sample: Sample, line: Line) -> None:
         self.samples += 1
+        if line.rank is not None:
+            self.ranks.add(line.rank)
         for key in self.keys:
             slot = (key, line.rank)
             detector = self.detectors.get(slot)
             if detector is None:
                 detector = self.detectors[slot] = Detector(key[0], dict(key[1]))
             detector.feed(sample, line)
-        x = float(sample.step) if sample.step is not None else float(self.samples)
+        x = float(sample.step) if sample.step is not None else float(line.number)
         for name, value in sample.values:
             plot = self.series.get((name, line.rank))
             if plot is None:
-                if len({rank for _, rank in self.series}) >= PLOTTED_RANKS and \
-                        all(rank != line.rank for _, rank in self.series):
-                    continue
+                if line.rank not in self.plotted_ranks:
+                    if len(self.plotted_ranks) >= PLOTTED_RANKS:
+                        continue
+                    self.plotted_ranks.add(line.rank)
                 plot = self.series[(name, line.rank)] = _Series(line.rank)
             plot.add(x, value)
 

@@ -85,22 +85,9 @@ function baseName(path: string): string {
     return path.split(/[\\/]/).filter(Boolean).pop() ?? path;
 }
 
-function lineLabel(ref: LineRef): string {
-    return `${baseName(ref.path)}:${ref.line}`;
-}
-
-/** Why the initiating rank is the one that started the failure (or why none is named). */
-export function explainInitiatingRank(result: DiagnoseResult): string {
-    if (result.initiatingReason !== '') {
-        const reason = result.initiatingReason;
-        return `${reason.charAt(0).toUpperCase()}${reason.slice(1)}${reason.endsWith('.') ? '' : '.'}`;
-    }
-    if (result.ranks.length === 0) {
-        return 'The text names no ranks: it reads as the output of a single process.';
-    }
-    return result.initiatingRank === null
-        ? 'No root-cause line names a rank, so the rank that failed first cannot be told from this text.'
-        : `Rank ${result.initiatingRank} logged the earliest root-cause line.`;
+/** A line's name as the user sees it: the document line when it has a place, else as diagnosed. */
+function lineLabel(ref: LineRef, place: Place | undefined): string {
+    return place ? `${baseName(decodeURIComponent(place.uri))}:${place.line + 1}` : `${baseName(ref.path)}:${ref.line}`;
 }
 
 class Places {
@@ -112,7 +99,7 @@ class Places {
     link(ref: LineRef): LineLink {
         const place = this.locate(ref);
         if (!place) {
-            return { label: lineLabel(ref), place: undefined };
+            return { label: lineLabel(ref, undefined), place: undefined };
         }
         const key = `${place.uri}\n${place.line}`;
         let i = this.index.get(key);
@@ -121,8 +108,30 @@ class Places {
             this.list.push(place);
             this.index.set(key, i);
         }
-        return { label: lineLabel(ref), place: i };
+        return { label: lineLabel(ref, place), place: i };
     }
+
+    /** `text` with every `path:line` of the diagnosed text renamed to its place in the editor. */
+    relabel(text: string, paths: ReadonlySet<string>): string {
+        return text.replace(/(\S+):(\d+)/g, (whole, path: string, line: string) =>
+            paths.has(path) ? lineLabel({ path, line: Number(line) }, this.locate({ path, line: Number(line) })) : whole,
+        );
+    }
+}
+
+/** Why the initiating rank is the one that started the failure (or why none is named). */
+function explainInitiatingRank(result: DiagnoseResult, places: Places): string {
+    if (result.initiatingReason !== '') {
+        const paths = new Set(result.findings.flatMap((f) => f.evidence.map((e) => e.path)));
+        const reason = places.relabel(result.initiatingReason, paths);
+        return `${reason.charAt(0).toUpperCase()}${reason.slice(1)}${reason.endsWith('.') ? '' : '.'}`;
+    }
+    if (result.ranks.length === 0) {
+        return 'The text names no ranks: it reads as the output of a single process.';
+    }
+    return result.initiatingRank === null
+        ? 'No root-cause line names a rank, so the rank that failed first cannot be told from this text.'
+        : `Rank ${result.initiatingRank} logged the earliest root-cause line.`;
 }
 
 function rankRows(result: DiagnoseResult, places: Places): RankRow[] {
@@ -213,7 +222,7 @@ export function buildPanelModel(result: DiagnoseResult, origin: string, locate: 
             verify: root.verify,
         },
         initiatingRank: result.initiatingRank,
-        why: explainInitiatingRank(result),
+        why: explainInitiatingRank(result, places),
         ranks: rankRows(result, places),
         evidence: evidenceRows(result, places),
         related: relatedIds(result, root),

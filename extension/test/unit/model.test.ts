@@ -27,7 +27,13 @@ describe('diagnosis → panel model', () => {
     it('names the initiating rank and why, in the server’s words', () => {
         const model = buildPanelModel(result, 'x', () => undefined);
         assert.equal(model.initiatingRank, 0);
-        assert.equal(model.why, 'Rank 0 failed first with a root cause (amp-loss-scale, /work/logs/torchrun-amp.log:45).');
+        assert.equal(model.why, 'Rank 0 failed first with a root cause (amp-loss-scale, torchrun-amp.log:45).');
+    });
+
+    it('names lines by their place in the document, not in the selection', () => {
+        const model = buildPanelModel(result, 'x', inDocument('file:///ws/run%201.log', 100));
+        assert.equal(model.why, 'Rank 0 failed first with a root cause (amp-loss-scale, run 1.log:145).');
+        assert.equal(model.evidence[0]?.link.label, 'run 1.log:145');
     });
 
     it('lists every rank, the initiating one first, with its first failure line', () => {
@@ -103,8 +109,8 @@ describe('diagnosis → panel model', () => {
         assert.deepEqual(
             scale.anomalies.map((a) => [a.detector, a.link.label]),
             [
-                ['scale-collapse', 'torchrun-amp.log:9'],
-                ['scale-collapse', 'torchrun-amp.log:10'],
+                ['scale-collapse', 'a.log:9'],
+                ['scale-collapse', 'a.log:10'],
             ],
         );
     });

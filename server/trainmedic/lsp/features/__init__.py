@@ -25,4 +25,5 @@ FEATURES = (
     "trainmedic.lsp.features.log_diagnostics",
     "trainmedic.lsp.features.hover",
     "trainmedic.lsp.features.code_actions",
+    "trainmedic.lsp.features.script_checks",
 )

@@ -1,0 +1,219 @@
+// Drives a real VS Code (code-server, with the TrainMedic VSIX installed) through its UI with
+// headless Chromium, as a user would: open a multi-rank log and read the root cause in the
+// Problems panel; select a traceback, run Diagnose Selection and read the results panel; open a
+// training script, hover its warning and apply the quick fix. A screenshot per step goes to
+// ARTIFACTS. Run by scripts/e2e.sh, which sets CS_URL, WORKSPACE, ARTIFACTS, PROFILE, CHROMIUM
+// and README_SHOT. Prints one "N passed, N failed" line; exits non-zero when a step fails.
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (name) => {
+    const value = process.env[name];
+    if (!value) {
+        throw new Error(`${name} is not set (run scripts/e2e.sh)`);
+    }
+    return value;
+};
+const BASE = env('CS_URL');
+const WORKSPACE = env('WORKSPACE');
+const ARTIFACTS = env('ARTIFACTS');
+const PROFILE = env('PROFILE');
+const CHROMIUM = env('CHROMIUM');
+const README_SHOT = process.env.README_SHOT;
+
+const LOG = 'torchrun-amp.log';
+const SCRIPT = 'train.py';
+const TRACEBACK = { first: 38, last: 45 }; // rank 0's traceback in the log, 1-based lines
+
+mkdirSync(ARTIFACTS, { recursive: true });
+rmSync(PROFILE, { recursive: true, force: true });
+
+const context = await chromium.launchPersistentContext(PROFILE, {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1400, height: 900 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const page = context.pages()[0] ?? (await context.newPage());
+page.setDefaultTimeout(30_000);
+
+const shot = async (name) => {
+    const path = join(ARTIFACTS, `${name}.png`);
+    await page.screenshot({ path });
+    return path;
+};
+
+/** Opens the quick input with `chord`, retrying: keybindings can lag the first paint. */
+async function quickInput(chord) {
+    const input = page.locator('.quick-input-widget input');
+    for (let i = 0; i < 3; i++) {
+        await page.keyboard.press(chord);
+        try {
+            await input.waitFor({ state: 'visible', timeout: 5000 });
+            return input;
+        } catch {
+            await page.keyboard.press('Escape');
+        }
+    }
+    throw new Error(`the quick input did not open with ${chord}`);
+}
+
+async function pick(chord, text, row) {
+    const input = await quickInput(chord);
+    await input.fill(text);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: row }).first().waitFor();
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+}
+
+const runCommand = (title) => pick('Control+Shift+P', `>${title}`, title);
+
+async function openFile(name) {
+    await pick('Control+P', name, name);
+    const editor = page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
+    await page.locator('.tab.active', { hasText: name }).waitFor();
+    await editor.locator('.view-lines').waitFor();
+    return editor;
+}
+
+async function goToLine(line) {
+    const input = await quickInput('Control+G');
+    await input.fill(`:${line}`);
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    await page.locator('.statusbar-item', { hasText: `Ln ${line},` }).first().waitFor();
+}
+
+/** The results panel's document: a webview is an iframe holding the active frame. */
+const resultsPanel = () => page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+
+const steps = [];
+const step = (name, run) => steps.push({ name, run });
+
+step('a multi-rank log shows its root cause in the Problems panel', async () => {
+    await page.goto(`${BASE}/?folder=${encodeURIComponent(WORKSPACE)}`);
+    await page.locator('.monaco-workbench .part.statusbar').waitFor({ state: 'visible' });
+    await page.locator('.monaco-workbench').click({ position: { x: 700, y: 400 } }).catch(() => undefined);
+    const editor = await openFile(LOG);
+    await page.keyboard.press('Control+Shift+M');
+    const row = page.locator('.markers-panel .monaco-list-row', { hasText: 'Root cause on rank 0' }).first();
+    await row.waitFor({ state: 'visible', timeout: 60_000 });
+    const text = await row.innerText();
+    if (!/Mixed precision loss scale/.test(text) || !/amp-loss-scale/.test(text)) {
+        throw new Error(`unexpected Problems row: ${text}`);
+    }
+    // Opening the problem reveals the root-cause line and its error squiggle.
+    await row.click();
+    await page.keyboard.press('Enter');
+    await page.locator('.statusbar-item', { hasText: /Ln 45,/ }).first().waitFor({ state: 'visible' });
+    await editor.locator('.squiggly-error').first().waitFor({ state: 'attached' });
+    await shot('01-problems-root-cause');
+});
+
+step('Diagnose Selection on a traceback shows the initiating rank and the fix', async () => {
+    const editor = page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
+    await editor.locator('.view-lines').click();
+    await goToLine(TRACEBACK.first);
+    await page.keyboard.press('Home');
+    for (let i = TRACEBACK.first; i < TRACEBACK.last; i++) {
+        await page.keyboard.press('Shift+ArrowDown');
+    }
+    await page.keyboard.press('Shift+End');
+    await editor.locator('.selected-text').first().waitFor({ state: 'attached' });
+    await shot('02-traceback-selected');
+    await runCommand('TrainMedic: Diagnose Selection');
+    const panel = resultsPanel();
+    await panel.locator('h1', { hasText: 'Mixed precision loss scale' }).waitFor({ timeout: 60_000 });
+    const rank = (await panel.locator('.rank-value').innerText()).trim();
+    if (rank !== 'rank 0') {
+        throw new Error(`initiating rank shown: ${rank}`);
+    }
+    const why = await panel.locator('.why').innerText();
+    if (!/failed first/i.test(why)) {
+        throw new Error(`why: ${why}`);
+    }
+    const fix = await panel.locator('pre.fix').innerText();
+    if (!fix.includes('torch.amp.GradScaler("cuda")')) {
+        throw new Error(`fix: ${fix}`);
+    }
+    const verify = await panel.locator('pre.verify').innerText();
+    if (verify.trim() !== 'trainmedic probe amp') {
+        throw new Error(`verification command: ${verify}`);
+    }
+    if (await panel.locator('button[data-action="runVerification"]').isDisabled()) {
+        throw new Error('Run in terminal is disabled in a trusted workspace');
+    }
+    const status = page.locator('.statusbar-item', { hasText: 'amp-loss-scale · rank 0' });
+    await status.first().waitFor({ state: 'visible' });
+    // The log beside the results, and nothing else: no side bar, no bottom panel, the editor
+    // scrolled back to the start of the root-cause line.
+    await runCommand('View: Hide Panel');
+    await runCommand('View: Close Primary Side Bar');
+    await page.keyboard.press('Home');
+    await page.waitForTimeout(500);
+    const path = await shot('03-results-panel');
+    if (README_SHOT) {
+        copyFileSync(path, README_SHOT);
+    }
+    await panel.locator('#h-metrics').scrollIntoViewIfNeeded();
+    await panel.locator('.chart-body canvas').first().waitFor();
+    await shot('03b-results-panel-ranks-evidence-metrics');
+});
+
+step('an evidence line in the results panel jumps to its place in the log', async () => {
+    await resultsPanel().locator('ul.evidence a.line-ref').first().click();
+    // The root-cause line is 45 in the log; the selection started at 38.
+    await page.locator('.statusbar-item', { hasText: /Ln 45, Col 1/ }).first().waitFor({ state: 'visible' });
+    await shot('04-evidence-jump');
+    await runCommand('View: Single Column Editor Layout');
+});
+
+step('a training script shows the GradScaler warning, its hover and a quick fix that edits the file', async () => {
+    const editor = await openFile(SCRIPT);
+    const squiggle = editor.locator('.squiggly-warning').first();
+    await squiggle.waitFor({ state: 'attached', timeout: 60_000 });
+    await squiggle.hover({ force: true });
+    const hover = page.locator('.monaco-hover', { hasText: 'TM101' }).first();
+    await hover.waitFor({ state: 'visible' });
+    await shot('05-script-hover');
+    await page.keyboard.press('Escape');
+    await squiggle.click({ force: true });
+    await page.keyboard.press('Control+.');
+    const menu = page.locator('.action-widget:not(.action-list-submenu-panel)');
+    await menu.waitFor({ state: 'visible' });
+    await shot('06-quick-fix-menu');
+    const fix = menu.locator('.monaco-list-row', { hasText: /torch\.amp\.GradScaler|Use torch\.amp|Replace/ }).first();
+    await fix.click();
+    await editor.locator('.view-lines', { hasText: 'torch.amp.GradScaler("cuda")' }).waitFor();
+    await page.keyboard.press('Control+S');
+    await page.locator('.tab.active:not(.dirty)', { hasText: SCRIPT }).waitFor();
+    const saved = readFileSync(join(WORKSPACE, SCRIPT), 'utf8');
+    if (!saved.includes('torch.amp.GradScaler("cuda")') || saved.includes('torch.cuda.amp.GradScaler')) {
+        throw new Error(`train.py after the quick fix:\n${saved}`);
+    }
+    await shot('07-quick-fix-applied');
+});
+
+let passed = 0;
+let failed = 0;
+for (const { name, run } of steps) {
+    const started = Date.now();
+    if (failed > 0) {
+        console.log(`- ${name} (skipped: an earlier step failed)`);
+        failed += 1;
+        continue;
+    }
+    try {
+        await run();
+        passed += 1;
+        console.log(`✔ ${name} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    } catch (error) {
+        failed += 1;
+        console.log(`✘ ${name}: ${error instanceof Error ? error.message : String(error)}`);
+        await shot(`failed-${passed + failed}`).catch(() => undefined);
+    }
+}
+await context.close().catch(() => undefined);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
