@@ -29,7 +29,8 @@ PATTERNS: tuple[tuple[str, str], ...] = (
                   r"(?:Exited with exit code (?P<exitcode>\d{1,4})|(?P<killed>Killed))"),
     ("mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID (?P<pid>\d{1,9}) on node \S{1,100} "
                     r"(?:exited on signal (?P<signal>\d{1,3})|exited with status (?P<exitcode>\d{1,4}))"),
-    ("world-size", r"(?i:world[_ ]size)\s{0,2}[=:]\s{0,2}(?P<world>\d{1,6})\b"),
+    ("world-size", r"(?:world_size|world size|WORLD_SIZE|World size)\s{0,2}[=:]\s{0,2}"
+                   r"(?P<world>\d{1,6})\b"),
 )
 
 

@@ -22,10 +22,8 @@ METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 # Only lines with one of these words are parsed.
 _TRIGGER = re.compile(r"(?i:loss|grad[_ ]norm)")
 # Text that makes a chunk worth reading in full: a non-finite or zero loss, a loss scale.
-_NOTABLE = re.compile(
-    r"(?i:loss|grad[_ ]norm)['\"]?\s{0,3}[:=]\s{0,3}(?:nan|[-+]?inf|0(?:\.0*)?(?![\w.]))"
-    r"|(?i:loss[_ ]scale|skipping step)"
-)
+_NOTABLE_WORDS = ("nan", "NaN", "inf", "Inf", "scale", "Skipping step")
+_ZERO_LOSS = re.compile(r"loss['\"]?\s{0,3}[:=]\s{0,3}0(?:\.0*)?(?![\w.])")
 SAMPLES_PER_QUIET_CHUNK = 128
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
@@ -114,7 +112,8 @@ def scan_metrics(chunk: Chunk) -> Iterator[tuple[Sample, Line]]:
     steps from costing a parse per line.
     """
     text = chunk.text
-    budget = None if _NOTABLE.search(text) else SAMPLES_PER_QUIET_CHUNK
+    notable = any(word in text for word in _NOTABLE_WORDS) or _ZERO_LOSS.search(text)
+    budget = None if notable else SAMPLES_PER_QUIET_CHUNK
     offset, number, end = 0, chunk.first_line, -1
     for match in _TRIGGER.finditer(text):
         if match.start() <= end:

@@ -20,7 +20,6 @@ MAX_LINE_CHARS = 4000  # what a Line keeps for display; matching sees the whole 
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _CR_BEFORE_NL = re.compile(r"\r+\n")
-_CR_OVERWRITTEN = re.compile(r"^[^\n]*\r", re.MULTILINE)  # up to a line's last \r
 
 
 @dataclass(frozen=True)
@@ -48,11 +47,26 @@ def normalise(text: str) -> str:
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if "\r" in text:
-        text = _CR_BEFORE_NL.sub("\n", text)
-        if text.endswith("\r"):
-            text = text.rstrip("\r")
-        text = _CR_OVERWRITTEN.sub("", text)
+        text = _CR_BEFORE_NL.sub("\n", text).rstrip("\r")
+        text = _resolve_overwrites(text) if "\r" in text else text
     return text
+
+
+def _resolve_overwrites(text: str) -> str:
+    """Keep what follows the last `\r` of each line: what a terminal finally showed."""
+    pieces, start = [], 0
+    cr = text.find("\r")
+    while cr >= 0:
+        line_start = text.rfind("\n", start, cr) + 1 or start
+        line_end = text.find("\n", cr)
+        line_end = len(text) if line_end < 0 else line_end
+        last_cr = text.rfind("\r", cr, line_end)
+        pieces.append(text[start:line_start])
+        pieces.append(text[last_cr + 1:line_end])
+        start = line_end
+        cr = text.find("\r", start)
+    pieces.append(text[start:])
+    return "".join(pieces)
 
 
 def _decode(raw: bytes) -> str:

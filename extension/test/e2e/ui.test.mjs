@@ -146,26 +146,37 @@ step('Diagnose Selection on a traceback shows the initiating rank and the fix', 
     }
     const status = page.locator('.statusbar-item', { hasText: 'amp-loss-scale · rank 0' });
     await status.first().waitFor({ state: 'visible' });
-    // The log beside the results, and nothing else: no side bar, no bottom panel, the editor
-    // scrolled back to the start of the root-cause line.
+    await shot('03-results-panel-selection');
+});
+
+step('with nothing selected, the keybinding diagnoses the whole log: every rank, and the loss chart', async () => {
+    // The log beside the results, and nothing else: no side bar, no bottom panel.
     await runCommand('View: Hide Panel');
     await runCommand('View: Close Primary Side Bar');
-    await page.keyboard.press('Home');
-    await page.waitForTimeout(500);
-    const path = await shot('03-results-panel');
+    await page.keyboard.press('Home'); // drops the selection, back to column 1
+    await page.keyboard.press('Control+Alt+D');
+    const panel = resultsPanel();
+    await panel.locator('.meta', { hasText: /· torchrun-amp\.log$/ }).waitFor();
+    const ranks = await panel.locator('table.ranks tbody tr').allInnerTexts();
+    const rows = ranks.map((r) => r.replace(/\s+/g, ' ').trim());
+    if (rows.length !== 3 || !rows[0]?.startsWith('0 failed first') || !rows.slice(1).every((r) => / killed /.test(`${r} `))) {
+        throw new Error(`ranks table: ${JSON.stringify(rows)}`);
+    }
+    await panel.locator('.chart-body canvas').first().waitFor({ state: 'attached' });
+    await page.waitForTimeout(300);
+    const path = await shot('04-results-panel-whole-log');
     if (README_SHOT) {
         copyFileSync(path, README_SHOT);
     }
     await panel.locator('#h-metrics').scrollIntoViewIfNeeded();
-    await panel.locator('.chart-body canvas').first().waitFor();
-    await shot('03b-results-panel-ranks-evidence-metrics');
+    await shot('05-results-panel-metrics');
 });
 
 step('an evidence line in the results panel jumps to its place in the log', async () => {
     await resultsPanel().locator('ul.evidence a.line-ref').first().click();
-    // The root-cause line is 45 in the log; the selection started at 38.
+    // The root-cause line is line 45 of the log.
     await page.locator('.statusbar-item', { hasText: /Ln 45, Col 1/ }).first().waitFor({ state: 'visible' });
-    await shot('04-evidence-jump');
+    await shot('06-evidence-jump');
     await runCommand('View: Single Column Editor Layout');
 });
 
@@ -176,13 +187,13 @@ step('a training script shows the GradScaler warning, its hover and a quick fix 
     await squiggle.hover({ force: true });
     const hover = page.locator('.monaco-hover', { hasText: 'TM101' }).first();
     await hover.waitFor({ state: 'visible' });
-    await shot('05-script-hover');
+    await shot('07-script-hover');
     await page.keyboard.press('Escape');
     await squiggle.click({ force: true });
     await page.keyboard.press('Control+.');
     const menu = page.locator('.action-widget:not(.action-list-submenu-panel)');
     await menu.waitFor({ state: 'visible' });
-    await shot('06-quick-fix-menu');
+    await shot('08-quick-fix-menu');
     const fix = menu.locator('.monaco-list-row', { hasText: /torch\.amp\.GradScaler|Use torch\.amp|Replace/ }).first();
     await fix.click();
     await editor.locator('.view-lines', { hasText: 'torch.amp.GradScaler("cuda")' }).waitFor();
@@ -192,7 +203,7 @@ step('a training script shows the GradScaler warning, its hover and a quick fix 
     if (!saved.includes('torch.amp.GradScaler("cuda")') || saved.includes('torch.cuda.amp.GradScaler')) {
         throw new Error(`train.py after the quick fix:\n${saved}`);
     }
-    await shot('07-quick-fix-applied');
+    await shot('09-quick-fix-applied');
 });
 
 let passed = 0;
