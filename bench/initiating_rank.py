@@ -31,7 +31,7 @@ def answers(path: Path) -> tuple[int | None, int | None, int | None]:
     with opened([str(path)]) as streams:
         census = RankCensus()
         chunks = census.observe(c for name, s in streams for c in read_chunks(s, name))
-        evidence = match_rules(extract_events(chunks, Matcher(catalogue)))
+        evidence = match_rules(extract_events(chunks, Matcher(catalogue)), [str(path)])
     evidence.ranks_seen |= census.ranks
     ours = diagnose_evidence(evidence, catalogue).initiating_rank
     root = read_report(evidence.launcher).torchelastic_root

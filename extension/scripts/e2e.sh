@@ -90,6 +90,7 @@ cat > "$RUN/data/User/settings.json" <<'JSON'
   "telemetry.telemetryLevel": "off",
   "update.mode": "none",
   "editor.hover.delay": 300,
+  "terminal.integrated.gpuAcceleration": "off",
   "files.associations": { "*.log": "log" }
 }
 JSON
@@ -115,7 +116,7 @@ say "code-server on port $PORT ($((SECONDS - started)) s so far)"
 mkdir -p "$ARTIFACTS"
 status=0
 CS_URL="http://127.0.0.1:$PORT" WORKSPACE="$RUN/workspace" ARTIFACTS="$ARTIFACTS" PROFILE="$RUN/chromium" \
-    CHROMIUM="$CHROMIUM" README_SHOT="$EXT/media/panel.png" \
+    CHROMIUM="$CHROMIUM" USER_SETTINGS="$RUN/data/User/settings.json" README_SHOT="$EXT/media/panel.png" \
     node "$EXT/test/e2e/ui.test.mjs" || status=$?
 if [ "$status" != 0 ]; then
     say "code-server log: $RUN/code-server.log"

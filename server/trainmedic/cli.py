@@ -63,6 +63,21 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
+def _size(text: str) -> int:
+    """`500M`, `2G`, `1024` → bytes, for --max-bytes."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    number, unit = text.rstrip("BbiI").upper()[:-1], text.rstrip("BbiI").upper()[-1:]
+    if unit.isdigit():
+        number, unit = number + unit, ""
+    try:
+        value = int(float(number) * units[unit])
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 500M or 2G)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"not a positive size: {text!r}")
+    return value
+
+
 def _fail(message: str, code: int) -> int:
     print(f"trainmedic: {message}", file=sys.stderr)
     return code
@@ -83,10 +98,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     files, warnings = expand(args.paths)
     for warning in warnings:
         print(f"trainmedic: warning: {warning}", file=sys.stderr)
-    with opened(files) as streams:
+    with opened(files, args.max_bytes) as streams:
         diagnosis = diagnose(streams, catalogue)
-    output = render_json(diagnosis, catalogue) if args.format == "json" else \
-        render_text(diagnosis, catalogue)
+    for warning in streams.warnings:
+        print(f"trainmedic: warning: {warning}", file=sys.stderr)
+    output = render_json(diagnosis, catalogue, args.no_redact) if args.format == "json" else \
+        render_text(diagnosis, catalogue, args.no_redact)
     sys.stdout.write(output if output.endswith("\n") else output + "\n")
     if args.exit_code and diagnosis.root_causes:
         return EXIT_ROOT_CAUSE
@@ -194,6 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
                           help="text for people (default), json for programs")
     diagnose.add_argument("--exit-code", action="store_true",
                           help=f"exit {EXIT_ROOT_CAUSE} when a root cause is found")
+    diagnose.add_argument("--no-redact", action="store_true",
+                          help="show evidence lines as they are; by default tokens, keys and "
+                               "passwords in them are replaced by [REDACTED]")
+    diagnose.add_argument("--max-bytes", type=_size, metavar="SIZE",
+                          help="read at most SIZE of each input (e.g. 500M, 2G); the rest is "
+                               "skipped with a warning. Default: everything")
     diagnose.set_defaults(func=cmd_diagnose)
 
     rules = commands.add_parser(

@@ -7,7 +7,7 @@ a log of any length gives the same answer as its failing part.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -17,7 +17,7 @@ from trainmedic.events import Matcher, RankCensus, extract_events
 from trainmedic.formats import adapt
 from trainmedic.launcher import LAUNCHER, read_report
 from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback
-from trainmedic.reader import read_chunks
+from trainmedic.reader import Chunk, read_chunks
 from trainmedic.series import MetricSeries, detector_key
 
 EVIDENCE_PER_FINGERPRINT = 8
@@ -55,8 +55,6 @@ def match_rules(events: Iterable[Event], paths: list[str] | None = None,
     evidence = Evidence(paths=list(paths or []), metrics=metrics or MetricSeries.for_keys(()))
     for event in events:
         line = event.line
-        if line.path not in evidence.paths:
-            evidence.paths.append(line.path)
         if line.rank is not None:
             evidence.ranks_seen.add(line.rank)
         if event.traceback is not None and len(evidence.tracebacks) < TRACEBACKS_KEPT:
@@ -158,13 +156,21 @@ def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
              matcher: Matcher | None = None) -> Diagnosis:
     """Read every input once and diagnose them together as one run."""
     matcher = matcher or Matcher(catalogue)
-    sources = [adapt(path, stream) for path, stream in inputs]
+    paths: list[str] = []
+    times: dict[str, float] = {}
+
+    def chunks() -> Iterator[Chunk]:
+        for path, stream in inputs:  # one input at a time: each may be opened lazily
+            source = adapt(path, stream)
+            paths.append(path)
+            if source.timestamp is not None:
+                times[path] = source.timestamp
+            yield from read_chunks(source.stream, path)
+
     census, metrics = RankCensus(), metric_series(catalogue)
-    chunks = metrics.observe(census.observe(
-        chunk for source in sources for chunk in read_chunks(source.stream, source.path)))
-    times = {s.path: s.timestamp for s in sources if s.timestamp is not None}
-    evidence = match_rules(extract_events(chunks, matcher, times), [s.path for s in sources],
-                           metrics)
+    events = extract_events(metrics.observe(census.observe(chunks())), matcher, times)
+    evidence = match_rules(events, None, metrics)
+    evidence.paths = paths
     evidence.ranks_seen |= census.ranks | metrics.ranks
     return diagnose_evidence(evidence, catalogue)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import stat
@@ -10,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from trainmedic.ranks import rank_of_path
 
@@ -105,30 +106,77 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
     return files, warnings
 
 
-@contextmanager
-def opened(files: list[str]) -> Iterator[list[tuple[str, BinaryIO]]]:
-    """Open every file (stdin for `-`), refusing binary regular files."""
-    streams: list[tuple[str, BinaryIO]] = []
-    try:
-        for name in files:
-            if name == "-":
-                streams.append(("<stdin>", sys.stdin.buffer))
-                continue
-            try:
-                stream: BinaryIO = open(name, "rb")  # noqa: SIM115 - closed below
-            except PermissionError:
-                raise InputError(f"{name}: permission denied") from None
-            except IsADirectoryError:
-                raise InputError(f"{name}: is a directory") from None
-            except OSError as error:
-                raise InputError(f"{name}: {error.strerror or error}") from None
-            streams.append((name, stream))
-            if stream.seekable():
-                if is_binary(stream.read(SNIFF_BYTES)):
-                    raise InputError(f"{name}: binary file, not a log")
-                stream.seek(0)
-        yield streams
-    finally:
-        for name, stream in streams:
-            if name != "<stdin>":
+class _Bounded(io.RawIOBase):
+    """A stream that ends after `limit` bytes, remembering whether there was more."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self.stream, self.left, self.cut = stream, limit, False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.left <= 0:
+            self.cut = self.cut or bool(self.stream.read(1))
+            return 0
+        data = self.stream.read(min(len(buffer), self.left))
+        buffer[: len(data)] = data
+        self.left -= len(data)
+        return len(data)
+
+
+class Inputs:
+    """The named streams of some files, each opened when reached and closed after it.
+
+    Opening lazily keeps one file open at a time, so a folder of ten thousand per-rank logs
+    needs no more file descriptors than one.
+    """
+
+    def __init__(self, files: list[str], max_bytes: int | None = None) -> None:
+        self.files, self.max_bytes = files, max_bytes
+        self.warnings: list[str] = []
+        self._open: BinaryIO | None = None
+
+    def _open_one(self, name: str) -> tuple[str, BinaryIO]:
+        if name == "-":
+            return "<stdin>", sys.stdin.buffer
+        try:
+            stream: BinaryIO = open(name, "rb")  # noqa: SIM115 - closed by the iterator
+        except PermissionError:
+            raise InputError(f"{name}: permission denied") from None
+        except IsADirectoryError:
+            raise InputError(f"{name}: is a directory") from None
+        except OSError as error:
+            raise InputError(f"{name}: {error.strerror or error}") from None
+        if stream.seekable():
+            if is_binary(stream.read(SNIFF_BYTES)):
                 stream.close()
+                raise InputError(f"{name}: binary file, not a log")
+            stream.seek(0)
+        return name, stream
+
+    def __iter__(self) -> Iterator[tuple[str, BinaryIO]]:
+        for name in self.files:
+            shown, stream = self._open_one(name)
+            self._open = stream if shown != "<stdin>" else None
+            bounded = _Bounded(stream, self.max_bytes) if self.max_bytes else None
+            yield shown, (io.BufferedReader(bounded) if bounded else stream)  # type: ignore[misc]
+            if bounded is not None and bounded.cut:
+                self.warnings.append(f"{shown}: read only the first {self.max_bytes} bytes "
+                                     "(--max-bytes)")
+            self.close()
+
+    def close(self) -> None:
+        if self._open is not None:
+            self._open.close()
+            self._open = None
+
+
+@contextmanager
+def opened(files: list[str], max_bytes: int | None = None) -> Iterator[Inputs]:
+    """The files (stdin for `-`) as lazily opened streams, refusing binary regular files."""
+    inputs = Inputs(files, max_bytes)
+    try:
+        yield inputs
+    finally:
+        inputs.close()

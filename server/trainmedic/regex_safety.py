@@ -1,7 +1,10 @@
-"""Refuse fingerprint patterns whose matching time can explode on a hostile line.
+"""Refuse fingerprint patterns whose matching time could grow faster than the text.
 
-Python's `re` backtracks, so the catalogue keeps to a subset where it cannot go exponential:
-no backreferences, no unbounded repetition nested inside another unbounded repetition.
+Python's `re` backtracks, so every fingerprint, bundled or user-written, keeps to a subset in
+which the work per starting position is bounded by the pattern alone, making a scan linear in
+the length of the text: no backreferences, no unbounded repetition (`*`, `+`, `{n,}`: write
+`{0,200}`), no repetition of a body that itself repeats or alternates unless the body begins
+with a literal character, and a leading repetition of at most LEADING_REPEAT_MAX.
 """
 
 from __future__ import annotations
@@ -23,6 +26,23 @@ _p = _module("re._parser", "sre_parse")
 
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)}
 _UNBOUNDED = 1 << 16
+LEADING_REPEAT_MAX = 256
+
+
+def _repeats_or_branches(items: Any) -> bool:
+    for op, arg in items:
+        if (op in _REPEATS and arg[1] > 1) or op is _c.BRANCH:
+            return True
+        if op is _c.SUBPATTERN and _repeats_or_branches(arg[-1]):
+            return True
+    return False
+
+
+def _starts_with_literal(items: Any) -> bool:
+    items = list(items)
+    while items and items[0][0] is _c.SUBPATTERN:
+        items = list(items[0][1][-1])
+    return bool(items) and items[0][0] is _c.LITERAL
 
 
 def _walk(items: Any) -> str | None:
@@ -31,38 +51,40 @@ def _walk(items: Any) -> str | None:
             return "backreferences are not allowed (they make matching super-linear)"
         if op in _REPEATS:
             _, high, sub = arg
-            unbounded = high >= _UNBOUNDED or high == _c.MAXREPEAT
-            if unbounded and _is_unbounded_repeat(sub):
-                return ("nested unbounded repetition such as (a+)+ can backtrack "
-                        "exponentially; rewrite it without the outer repeat")
+            if high >= _UNBOUNDED or high == _c.MAXREPEAT:
+                return ("unbounded repetition (*, +, {n,}) can make matching super-linear; "
+                        "bound it, e.g. {0,200}")
+            if high > 1 and _repeats_or_branches(sub) and not _starts_with_literal(sub):
+                return ("a repeated group that itself repeats or alternates can backtrack "
+                        "exponentially; start the group with a literal character or flatten it")
             problem = _walk(sub)
-            if problem:
-                return problem
         elif op is _c.SUBPATTERN:
             problem = _walk(arg[-1])
-            if problem:
-                return problem
         elif op is _c.BRANCH:
-            for branch in arg[1]:
-                problem = _walk(branch)
-                if problem:
-                    return problem
+            problem = next((p for p in map(_walk, arg[1]) if p), None)
         elif op in (_c.ASSERT, _c.ASSERT_NOT):
             problem = _walk(arg[1])
-            if problem:
-                return problem
+        else:
+            problem = None
+        if problem:
+            return problem
     return None
 
 
-def _is_unbounded_repeat(items: Any) -> bool:
-    """True when `items` is, after unwrapping groups, one unbounded repeat."""
-    items = list(items)
-    while len(items) == 1 and items[0][0] is _c.SUBPATTERN:
-        items = list(items[0][1][-1])
-    if len(items) != 1 or items[0][0] not in _REPEATS:
-        return False
-    high = items[0][1][1]
-    return bool(high >= _UNBOUNDED or high == _c.MAXREPEAT)
+def _leading_repeat(items: Any) -> int:
+    """The maximum count of a repetition the pattern starts with (0 when it starts otherwise).
+
+    A pattern anchored at a line start tries once per line, so its leading repeat is harmless.
+    """
+    for op, arg in items:
+        if op is _c.AT:
+            return 0
+        if op in (_c.ASSERT, _c.ASSERT_NOT):
+            continue
+        if op is _c.SUBPATTERN:
+            return _leading_repeat(arg[-1])
+        return int(arg[1]) if op in _REPEATS else 0
+    return 0
 
 
 def check_pattern(pattern: str) -> str | None:
@@ -71,7 +93,11 @@ def check_pattern(pattern: str) -> str | None:
         parsed = _p.parse(pattern)
     except Exception as error:  # re.error and friends
         return f"invalid regex: {error}"
-    return _walk(parsed)
+    problem = _walk(parsed)
+    if problem is None and _leading_repeat(parsed) > LEADING_REPEAT_MAX:
+        problem = (f"a pattern that starts with a repetition may repeat at most "
+                   f"{LEADING_REPEAT_MAX} times; start it with a literal instead")
+    return problem
 
 
 def _longest_literal(items: Any) -> str:

@@ -12,6 +12,7 @@ from trainmedic.attribution import chronological
 from trainmedic.catalogue import Catalogue, Rule
 from trainmedic.detectors import DETECTORS
 from trainmedic.model import Diagnosis, Finding, Line, Role
+from trainmedic.redact import redact
 
 TEXT_EVIDENCE = 6
 TEXT_WIDTH = 160
@@ -19,26 +20,32 @@ TEXT_WRAP = 96
 TIMELINE_ROWS = 12
 
 
-def finding_dict(finding: Finding, rule: Rule) -> dict[str, Any]:
+def _shown(text: str, secrets: bool) -> str:
+    return text if secrets else redact(text)
+
+
+def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[str, Any]:
+    """One diagnosis of the JSON contract; evidence is redacted unless `secrets`."""
     return {
         "rule_id": finding.rule_id,
         "title": rule.title,
         "role": finding.role.value,
         "confidence": finding.confidence,
         "rank": finding.rank,
-        "evidence": [{"path": ln.path, "line": ln.number, "text": ln.text}
+        "evidence": [{"path": ln.path, "line": ln.number, "text": _shown(ln.text, secrets)}
                      for ln in finding.evidence],
         "fix": rule.fix,
         "verify": rule.verify_command,
     }
 
 
-def to_dict(diagnosis: Diagnosis, catalogue: Catalogue) -> dict[str, Any]:
+def to_dict(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -> dict[str, Any]:
     """The JSON contract of `trainmedic diagnose --format json`."""
     return {
         "initiating_rank": diagnosis.initiating_rank,
         "initiating_reason": diagnosis.reason,
-        "diagnoses": [finding_dict(f, catalogue.by_id[f.rule_id]) for f in diagnosis.findings],
+        "diagnoses": [finding_dict(f, catalogue.by_id[f.rule_id], secrets)
+                      for f in diagnosis.findings],
         "ranks": {
             str(rank): {
                 "status": report.status.value,
@@ -53,8 +60,8 @@ def to_dict(diagnosis: Diagnosis, catalogue: Catalogue) -> dict[str, Any]:
     }
 
 
-def render_json(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
-    return json.dumps(to_dict(diagnosis, catalogue), indent=2, ensure_ascii=False)
+def render_json(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -> str:
+    return json.dumps(to_dict(diagnosis, catalogue, secrets), indent=2, ensure_ascii=False)
 
 
 def _clip(text: str, width: int = TEXT_WIDTH) -> str:
@@ -62,10 +69,11 @@ def _clip(text: str, width: int = TEXT_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _evidence_lines(lines: tuple[Line, ...], limit: int = TEXT_EVIDENCE) -> list[str]:
+def _evidence_lines(lines: tuple[Line, ...], secrets: bool,
+                    limit: int = TEXT_EVIDENCE) -> list[str]:
     """The first and the last lines of the evidence: how it started and how it ended."""
     def show(ln: Line) -> str:
-        return f"    {ln.path}:{ln.number}: {_clip(ln.text.strip())}"
+        return f"    {ln.path}:{ln.number}: {_clip(_shown(ln.text, secrets).strip())}"
 
     if len(lines) <= limit:
         return [show(ln) for ln in lines]
@@ -145,7 +153,7 @@ def _indent(text: str, prefix: str = "    ") -> list[str]:
     return [prefix + line if line else "" for line in text.strip().splitlines()]
 
 
-def render_text(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
+def render_text(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -> str:
     """What a person reads in a terminal: the root cause first, with proof and a fix."""
     roots = diagnosis.root_causes
     out: list[str] = []
@@ -166,7 +174,7 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
         out.extend(_wrap(rule.summary))
         out.append("")
         out.append("Evidence:")
-        out.extend(_evidence_lines(top.evidence))
+        out.extend(_evidence_lines(top.evidence, secrets))
         out.append("")
         out.append("Fix:")
         out.extend(_indent(rule.fix))
@@ -184,7 +192,8 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
             out.append(f"  - {rule.id} ({role}, {where}, confidence {finding.confidence:.2f}): "
                        f"{rule.title}")
             first = finding.first
-            out.append(f"    {first.path}:{first.number}: {_clip(first.text.strip())}")
+            out.append(f"    {first.path}:{first.number}: "
+                       f"{_clip(_shown(first.text, secrets).strip())}")
     if not roots and diagnosis.initiating_rank is not None:
         out.append("")
         out.append(f"Initiating rank: {diagnosis.initiating_rank}")

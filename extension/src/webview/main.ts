@@ -58,6 +58,15 @@ function themeColour(name: string, fallback: string): string {
 const LOGARITHMIC = 3 as uPlot.Scale.Distr;
 const CHART_HEIGHT = 180;
 
+/** Axis numbers that fit: 1.4e10 rather than 14,000,000,000. */
+function tick(value: number): string {
+    const size = Math.abs(value);
+    if (size !== 0 && (size >= 1e5 || size < 1e-3)) {
+        return value.toExponential(2).replace(/\.?0+e/, 'e').replace('e+', 'e');
+    }
+    return String(Number(value.toPrecision(4)));
+}
+
 function positiveOrNull(values: (number | null)[]): (number | null)[] {
     return values.map((v) => (v !== null && v > 0 ? v : null));
 }
@@ -72,26 +81,43 @@ function chartOptions(chart: ChartData, width: number): uPlot.Options {
         width,
         height: CHART_HEIGHT,
         scales: { x: { time: false }, y: chart.logScale ? { distr: LOGARITHMIC } : {} },
-        axes: [{ ...axis, label: 'step' }, { ...axis, size: 70 }],
+        axes: [
+            { ...axis, label: 'step' },
+            { ...axis, size: 64, values: (_u: uPlot, splits: number[]) => splits.map(tick) },
+        ],
         cursor: { drag: { x: false, y: false } },
         series: [
             { label: 'step' },
-            { label: chart.rank === null ? chart.title : `${chart.title}, rank ${chart.rank}`, stroke: line, width: 1.5, spanGaps: true },
             {
-                label: 'anomaly',
-                stroke: anomaly,
-                fill: anomaly,
-                width: 0,
-                paths: () => null,
-                points: { show: true, size: 9, stroke: anomaly, fill: anomaly },
+                label: chart.rank === null ? chart.title : `${chart.title}, rank ${chart.rank}`,
+                stroke: line,
+                width: 1.5,
+                spanGaps: true,
+                value: (_u: uPlot, v: number | null) => (v === null ? '—' : tick(v)),
             },
+            ...(hasMarks(chart)
+                ? [
+                      {
+                          label: 'anomaly',
+                          stroke: anomaly,
+                          fill: anomaly,
+                          width: 0,
+                          paths: () => null,
+                          points: { show: true, size: 9, stroke: anomaly, fill: anomaly },
+                      },
+                  ]
+                : []),
         ],
     };
 }
 
+function hasMarks(chart: ChartData): boolean {
+    return chart.marks.some((m) => m !== null);
+}
+
 function chartData(chart: ChartData): uPlot.AlignedData {
     const clean = chart.logScale ? positiveOrNull : (v: (number | null)[]) => v;
-    return [chart.steps, clean(chart.values), clean(chart.marks)];
+    return hasMarks(chart) ? [chart.steps, clean(chart.values), clean(chart.marks)] : [chart.steps, clean(chart.values)];
 }
 
 function drawCharts(): void {

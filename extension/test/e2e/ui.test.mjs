@@ -2,9 +2,9 @@
 // headless Chromium, as a user would: open a multi-rank log and read the root cause in the
 // Problems panel; select a traceback, run Diagnose Selection and read the results panel; open a
 // training script, hover its warning and apply the quick fix. A screenshot per step goes to
-// ARTIFACTS. Run by scripts/e2e.sh, which sets CS_URL, WORKSPACE, ARTIFACTS, PROFILE, CHROMIUM
-// and README_SHOT. Prints one "N passed, N failed" line; exits non-zero when a step fails.
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+// ARTIFACTS. Run by scripts/e2e.sh, which sets CS_URL, WORKSPACE, ARTIFACTS, PROFILE, CHROMIUM,
+// USER_SETTINGS and README_SHOT. Prints one "N passed, N failed" line; exits non-zero when a step fails.
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -20,6 +20,7 @@ const WORKSPACE = env('WORKSPACE');
 const ARTIFACTS = env('ARTIFACTS');
 const PROFILE = env('PROFILE');
 const CHROMIUM = env('CHROMIUM');
+const USER_SETTINGS = env('USER_SETTINGS');
 const README_SHOT = process.env.README_SHOT;
 
 const LOG = 'torchrun-amp.log';
@@ -177,6 +178,15 @@ step('an evidence line in the results panel jumps to its place in the log', asyn
     // The root-cause line is line 45 of the log.
     await page.locator('.statusbar-item', { hasText: /Ln 45, Col 1/ }).first().waitFor({ state: 'visible' });
     await shot('06-evidence-jump');
+});
+
+step('Run in terminal types the verification command into a terminal, on that click only', async () => {
+    await resultsPanel().locator('button[data-action="runVerification"]').click();
+    // The DOM renderer (gpuAcceleration off) puts the terminal's text in the page.
+    await page.locator('.xterm-rows', { hasText: '-m trainmedic probe amp' }).first().waitFor();
+    await page.locator('.terminal-tab, .single-terminal-tab', { hasText: 'TrainMedic: verify' }).first().waitFor({ state: 'attached' });
+    await shot('07-verification-in-terminal');
+    await runCommand('View: Hide Panel');
     await runCommand('View: Single Column Editor Layout');
 });
 
@@ -187,23 +197,40 @@ step('a training script shows the GradScaler warning, its hover and a quick fix 
     await squiggle.hover({ force: true });
     const hover = page.locator('.monaco-hover', { hasText: 'TM101' }).first();
     await hover.waitFor({ state: 'visible' });
-    await shot('07-script-hover');
+    await shot('08-script-hover');
     await page.keyboard.press('Escape');
     await squiggle.click({ force: true });
     await page.keyboard.press('Control+.');
     const menu = page.locator('.action-widget:not(.action-list-submenu-panel)');
     await menu.waitFor({ state: 'visible' });
-    await shot('08-quick-fix-menu');
-    const fix = menu.locator('.monaco-list-row', { hasText: /torch\.amp\.GradScaler|Use torch\.amp|Replace/ }).first();
+    await shot('09-quick-fix-menu');
+    const fix = menu.locator('.monaco-list-row', { hasText: 'Fix TM101' }).first();
     await fix.click();
     await editor.locator('.view-lines', { hasText: 'torch.amp.GradScaler("cuda")' }).waitFor();
     await page.keyboard.press('Control+S');
-    await page.locator('.tab.active:not(.dirty)', { hasText: SCRIPT }).waitFor();
-    const saved = readFileSync(join(WORKSPACE, SCRIPT), 'utf8');
-    if (!saved.includes('torch.amp.GradScaler("cuda")') || saved.includes('torch.cuda.amp.GradScaler')) {
-        throw new Error(`train.py after the quick fix:\n${saved}`);
+    let saved = '';
+    for (let i = 0; i < 100 && !saved.includes('torch.amp.GradScaler("cuda")'); i++) {
+        await page.waitForTimeout(100);
+        saved = readFileSync(join(WORKSPACE, SCRIPT), 'utf8');
     }
-    await shot('09-quick-fix-applied');
+    if (!saved.includes('torch.amp.GradScaler("cuda")') || saved.includes('torch.cuda.amp.GradScaler')) {
+        throw new Error(`train.py on disk after the quick fix and a save:\n${saved}`);
+    }
+    // The server checks the fixed script again: the warning goes away.
+    await editor.locator('.squiggly-warning').waitFor({ state: 'detached', timeout: 15_000 });
+    await shot('10-quick-fix-applied');
+});
+
+step('the results panel follows a high-contrast theme', async () => {
+    // As a user would in settings.json: VS Code applies the change while running.
+    const settings = JSON.parse(readFileSync(USER_SETTINGS, 'utf8'));
+    writeFileSync(USER_SETTINGS, JSON.stringify({ ...settings, 'workbench.colorTheme': 'Default High Contrast' }, null, 2));
+    await page.locator('.tab', { hasText: 'TrainMedic: amp-loss-scale' }).click();
+    const panel = resultsPanel();
+    await panel.locator('body.vscode-high-contrast h1').waitFor();
+    await panel.locator('.chart-body canvas').first().waitFor({ state: 'attached' });
+    await page.waitForTimeout(300);
+    await shot('11-results-panel-high-contrast');
 });
 
 let passed = 0;

@@ -1,0 +1,80 @@
+"""How long the script checks take on a 2,000-line training script, next to LibCST's parse.
+
+Usage: python bench/check_speed.py [--runs N]
+The script is built from the check fixtures (positives and correct loops, so the checks find
+and fix things as they would in a real file) until it is 2,000 lines long. Prints p50/p95 of
+`run_checks` over repeated runs, of parsing the same text with LibCST alone, and their ratio.
+Target: run_checks p95 < 150 ms. LibCST is a bench-only dependency (`pip install .[bench]`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from trainmedic.checks import run_checks
+
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "checks"
+LINES = 2000
+TARGET_P95_MS = 150.0
+
+
+def training_script(lines: int = LINES) -> str:
+    """Python fixtures, each wrapped in its own function so names do not collide, repeated."""
+    sources = sorted(p for p in FIXTURES.glob("*/*.py") if ".fixed." not in p.name)
+    blocks = []
+    for index, path in enumerate(sources):
+        body = path.read_text("utf-8").splitlines()
+        blocks.append([f"def block_{index}():"] + [f"    {line}" if line else "" for line in body]
+                      + ["", ""])
+    out: list[str] = ["import torch", ""]
+    while len(out) < lines:
+        for block in blocks:
+            out.extend(block)
+    return "\n".join(out[:lines]) + "\n"
+
+
+def timings(run: Callable[[], object], runs: int) -> list[float]:
+    run()  # warm-up: imports and caches
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def p95(samples: list[float]) -> float:
+    return statistics.quantiles(samples, n=20)[-1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args()
+    text = training_script()
+    text = text if text.count("\n") <= LINES else "\n".join(text.splitlines()[:LINES]) + "\n"
+    findings = run_checks("bench.py", text)
+    checks = timings(lambda: run_checks("bench.py", text), args.runs)
+    print(f"script: {text.count(chr(10))} lines, {len(findings)} findings, {args.runs} runs")
+    print(f"run_checks      p50 {statistics.median(checks):7.1f} ms   p95 {p95(checks):7.1f} ms"
+          f"   (target p95 < {TARGET_P95_MS:.0f} ms: "
+          f"{'met' if p95(checks) < TARGET_P95_MS else 'MISSED'})")
+    try:
+        import libcst
+    except ImportError:
+        print("libcst is not installed (pip install .[bench]): no ratio")
+        return 0
+    parse = timings(lambda: libcst.parse_module(text), args.runs)
+    print(f"libcst parse    p50 {statistics.median(parse):7.1f} ms   p95 {p95(parse):7.1f} ms")
+    print(f"ratio run_checks / libcst parse: p50 "
+          f"{statistics.median(checks) / statistics.median(parse):.2f}, "
+          f"p95 {p95(checks) / p95(parse):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

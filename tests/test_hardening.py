@@ -1,0 +1,228 @@
+"""Bad input never crashes or hangs; secrets stay hidden; nothing touches the network."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trainmedic.catalogue import bundled
+from trainmedic.engine import diagnose
+from trainmedic.metrics import parse_sample
+from trainmedic.ranks import parse_rank
+from trainmedic.reader import MAX_LINE_BYTES, read_lines
+from trainmedic.regex_safety import check_pattern
+from trainmedic.timestamps import Clock
+
+CATALOGUE = bundled()
+TRIED: dict[str, int] = {}
+PROPERTY = settings(max_examples=200, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def tried(name: str) -> None:
+    TRIED[name] = TRIED.get(name, 0) + 1
+
+
+LOG_LINES = st.sampled_from([
+    "[rank3]: Traceback (most recent call last):", '  File "train.py", line 3, in <module>',
+    "RuntimeError: CUDA error: device-side assert triggered",
+    "The above exception was the direct cause of the following exception:",
+    "[E ProcessGroupNCCL.cpp:475] [Rank 2] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=880, OpType=BROADCAST, Timeout(ms)=1800000)",
+    "{'loss': nan, 'grad_norm': inf, 'learning_rate': 1e-05}", "step 3 loss=0.0 loss_scale=0.5",
+    "  rank      : 1 (local_rank: 1)", "  exitcode  : -9 (pid: 123)",
+    "2026-01-01 00:00:00,000 INFO [rank0] x", "E0101 00:00:00.000000 1 api.py:1] x",
+])
+NOISY_BYTES = st.lists(
+    st.one_of(st.binary(max_size=200), LOG_LINES.map(str.encode),
+              st.sampled_from([b"\r", b"\r\n", b"\n", b"\0", b"\x1b[31m", b"\xff\xfe"])),
+    max_size=60).map(b"".join)
+
+
+@PROPERTY
+@given(NOISY_BYTES)
+def test_reader_numbers_every_line_and_never_raises(data: bytes) -> None:
+    tried("reader")
+    lines = list(read_lines(io.BytesIO(data), "x"))
+    assert [ln.number for ln in lines] == list(range(1, len(lines) + 1))
+    assert len(lines) == data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    assert all("\n" not in ln.text and "\r" not in ln.text for ln in lines)
+
+
+@PROPERTY
+@given(st.text(max_size=300))
+def test_parsers_never_raise(text: str) -> None:
+    tried("rank, timestamp and metric parsers")
+    rank, body = parse_rank(text)
+    assert rank is None or rank >= 0
+    assert text.endswith(body)
+    stamp = Clock().parse(text)
+    assert stamp is None or isinstance(stamp, float)
+    sample = parse_sample(text)
+    assert sample is None or sample.values or sample.skipped
+
+
+@PROPERTY
+@given(st.lists(st.tuples(NOISY_BYTES, st.sampled_from(["a.log", "attempt_0/3/stderr.log",
+                                                          "error.json", "slurm-9-2.out"])),
+                min_size=1, max_size=3))
+def test_engine_never_raises(inputs: list[tuple[bytes, str]]) -> None:
+    tried("engine")
+    diagnosis = diagnose([(f"{i}/{name}", io.BytesIO(data))
+                          for i, (data, name) in enumerate(inputs)], CATALOGUE)
+    assert diagnosis.initiating_rank is None or diagnosis.initiating_rank in diagnosis.ranks
+
+
+def test_extreme_shapes_finish() -> None:
+    shapes = {
+        "a 1 MB line of word characters": b"a" * (1 << 20) + b"\n",
+        "a 1 MB line of repeated message starts": b"Watchdog caught " * 65536 + b"\n",
+        "a CR-only file": b"progress\r" * 100_000,
+        "NUL bytes": b"\0" * 100_000 + b"\nRuntimeError: CUDA error: out of memory\n",
+        "deeply chained tracebacks": (
+            b"Traceback (most recent call last):\n  File \"a.py\", line 1, in f\nValueError: x\n"
+            b"During handling of the above exception, another exception occurred:\n") * 3000,
+        "100,000 ranks": b"".join(b"[rank%d]: RuntimeError: Connection closed by peer\n" % r
+                                  for r in range(100_000)),
+        "timestamps going backwards": b"".join(
+            b"2026-01-01 00:00:%02d,000 INFO [rank%d] RuntimeError: CUDA error: an illegal "
+            b"memory access was encountered\n" % (59 - s, s % 7) for s in range(60)),
+    }
+    for name, data in shapes.items():
+        tried("extreme shapes")
+        diagnosis = diagnose([(name, io.BytesIO(data))], CATALOGUE)
+        assert isinstance(diagnosis.findings, tuple), name
+    assert len(read_lines.__name__) > 0
+    assert MAX_LINE_BYTES >= 1 << 16
+
+
+@pytest.mark.parametrize("pattern", [r"(a+)+$", r"(\w+\s?)*x", r"(a|aa)+b", r"(x)\1", r"\w+x"])
+def test_catastrophic_patterns_are_refused(pattern: str) -> None:
+    assert check_pattern(pattern) is not None
+
+
+def test_every_bundled_pattern_is_in_the_linear_subset() -> None:
+    for rule in CATALOGUE.rules:
+        for fp in rule.fingerprints:
+            assert check_pattern(fp.pattern) is None, (rule.id, fp.name)
+
+
+def cli(*args: str, stdin: bytes | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "trainmedic", *args], input=stdin,
+                          capture_output=True, timeout=timeout, check=False)
+
+
+def test_fifo_is_read_to_its_end(tmp_path: Path) -> None:
+    fifo = tmp_path / "live.log"
+    os.mkfifo(fifo)
+
+    def writer() -> None:
+        with open(fifo, "wb") as f:
+            f.write(b"[rank1]: RuntimeError: CUDA error: an illegal memory access was "
+                    b"encountered\n")
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    done = cli("diagnose", str(fifo), "--format", "json")
+    thread.join()
+    tried("CLI inputs")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["initiating_rank"] == 1
+
+
+def test_dev_zero_is_refused_as_binary_and_bounded_by_max_bytes() -> None:
+    done = cli("diagnose", "/dev/zero")
+    tried("CLI inputs")
+    assert done.returncode == 3
+    assert done.stderr.decode() == "trainmedic: /dev/zero: binary file, not a log\n"
+    endless = cli("diagnose", "-", "--max-bytes", "1M", stdin=b"step 1 loss=1.0\n" * 200_000)
+    assert endless.returncode == 0
+    assert b"read only the first 1048576 bytes (--max-bytes)" in endless.stderr
+
+
+def test_directory_of_ten_thousand_files(tmp_path: Path) -> None:
+    for index in range(10_000):
+        (tmp_path / f"worker-{index}.log").write_text(f"[rank {index}] step 1 loss=1.0\n")
+    (tmp_path / "worker-4242.log").write_text(
+        "[rank 4242] RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    done = cli("diagnose", str(tmp_path), "--format", "json", timeout=600)
+    tried("CLI inputs")
+    assert done.returncode == 0, done.stderr[-500:]
+    result = json.loads(done.stdout)
+    assert result["initiating_rank"] == 4242
+    assert len(result["ranks"]) == 10_000
+
+
+def test_symlink_loop_is_one_line(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.log"
+    loop.symlink_to(loop)
+    done = cli("diagnose", str(loop))
+    tried("CLI inputs")
+    assert done.returncode == 3
+    assert done.stderr.decode().count("\n") == 1
+    assert b"Too many levels of symbolic links" in done.stderr
+
+
+SECRETS = {
+    "hf": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "wandb": "WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567",
+    "aws": "AKIAIOSFODNN7EXAMPLE",
+    "github": "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "openai": "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz012345",
+    "bearer": "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig",
+    "url": "https://trainer:hunter2hunter2@registry.example.com/models",
+}
+
+
+def test_evidence_is_redacted_unless_asked(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("".join(
+        f"[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered ({s})\n"
+        for s in SECRETS.values()))
+    shown = cli("diagnose", str(log), "--format", "json").stdout.decode()
+    text = cli("diagnose", str(log)).stdout.decode()
+    for name, secret in SECRETS.items():
+        tried("secrets")
+        value = secret.split("=")[-1].split("Bearer ")[-1].split(":")[-1].split("@")[0]
+        assert value not in shown, name
+        assert value not in text, name
+    assert "[REDACTED]" in shown
+    raw = cli("diagnose", str(log), "--format", "json", "--no-redact").stdout.decode()
+    assert SECRETS["hf"] in raw
+
+
+NO_NETWORK = """
+import socket, sys
+def guard(event, args):
+    if event in ("socket.connect", "socket.getaddrinfo", "socket.gethostbyname",
+                 "socket.gethostbyaddr", "socket.sendto"):
+        raise RuntimeError(f"network access: {event} {args!r}")
+sys.addaudithook(guard)
+from trainmedic.cli import main
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def test_cli_never_touches_the_network(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "examples" / "fp16-loss-scale-4ranks.log"
+    for args in (["diagnose", str(example), "--format", "json"], ["rules", "test"],
+                 ["rules", "show", "nccl-timeout"]):
+        done = subprocess.run([sys.executable, "-c", NO_NETWORK, *args], capture_output=True,
+                              text=True, timeout=300, check=False)
+        tried("no-network runs")
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "network access" not in done.stderr
+
+
+def test_summary_of_inputs_tried() -> None:
+    print("\ninputs tried, none raised: " + ", ".join(f"{k}: {v}" for k, v in TRIED.items()))
