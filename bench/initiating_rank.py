@@ -17,9 +17,7 @@ from pathlib import Path
 import yaml
 
 from trainmedic.catalogue import bundled
-from trainmedic.engine import diagnose_evidence, match_rules
-from trainmedic.events import Matcher, RankCensus, extract_events
-from trainmedic.inputs import opened
+from trainmedic.engine import Diagnoser
 from trainmedic.launcher import read_report
 from trainmedic.reader import read_chunks
 
@@ -27,15 +25,14 @@ DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 
 
 def answers(path: Path) -> tuple[int | None, int | None, int | None]:
-    catalogue = bundled()
-    with opened([str(path)]) as streams:
-        census = RankCensus()
-        chunks = census.observe(c for name, s in streams for c in read_chunks(s, name))
-        evidence = match_rules(extract_events(chunks, Matcher(catalogue)), [str(path)])
-    evidence.ranks_seen |= census.ranks
-    ours = diagnose_evidence(evidence, catalogue).initiating_rank
-    root = read_report(evidence.launcher).torchelastic_root
-    ranked = sorted((t for t in evidence.tracebacks if t.rank is not None),
+    diagnoser = Diagnoser(bundled())
+    diagnoser.start(str(path))
+    with path.open("rb") as stream:
+        for chunk in read_chunks(stream, str(path)):
+            diagnoser.add(chunk)
+    ours = diagnoser.diagnosis().initiating_rank
+    root = read_report(diagnoser.evidence.launcher).torchelastic_root
+    ranked = sorted((t for t in diagnoser.evidence.tracebacks if t.rank is not None),
                     key=lambda t: t.first_line)
     return ours, root.rank if root else None, ranked[0].rank if ranked else None
 
@@ -50,10 +47,12 @@ def main() -> int:
                 got = answers(labels.parent / case["file"])
                 rows.append((f"{labels.parent.name}/{case['file']}", expected, *got))
     print(f"{'log':<22} {'expected':>8} {'trainmedic':>10} {'elastic':>8} {'first-tb':>8}")
+    def show(value: int | None, expected: int) -> str:
+        return "-" if value is None else str(value) + ("" if value == expected else "✗")
+
     for name, expected, ours, elastic, first in rows:
-        def show(value: int | None) -> str:
-            return "-" if value is None else str(value) + ("" if value == expected else "✗")
-        print(f"{name:<22} {expected:>8} {show(ours):>10} {show(elastic):>8} {show(first):>8}")
+        print(f"{name:<22} {expected:>8} {show(ours, expected):>10} "
+              f"{show(elastic, expected):>8} {show(first, expected):>8}")
     total = len(rows)
     print()
     for column, label in ((2, "trainmedic"), (3, "elastic"), (4, "first-tb")):

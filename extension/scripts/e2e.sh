@@ -67,7 +67,12 @@ VSIX="$EXT/trainmedic-e2e.vsix"
 RUN=$(mktemp -d /tmp/trainmedic-e2e.XXXXXX)
 CS_PID=""
 cleanup() {
-    if [ -n "$CS_PID" ]; then kill -- "-$CS_PID" 2>/dev/null || true; fi
+    if [ -n "$CS_PID" ]; then
+        # The whole session (code-server, its extension host, the language server); or, when
+        # setsid has not run yet, the process itself.
+        kill -- "-$CS_PID" 2>/dev/null || kill "$CS_PID" 2>/dev/null || true
+        wait "$CS_PID" 2>/dev/null || true
+    fi
     if [ "${E2E_KEEP:-0}" = 1 ]; then say "run folder kept: $RUN"; else rm -rf "$RUN"; fi
 }
 trap cleanup EXIT
@@ -116,7 +121,7 @@ say "code-server on port $PORT ($((SECONDS - started)) s so far)"
 mkdir -p "$ARTIFACTS"
 status=0
 CS_URL="http://127.0.0.1:$PORT" WORKSPACE="$RUN/workspace" ARTIFACTS="$ARTIFACTS" PROFILE="$RUN/chromium" \
-    CHROMIUM="$CHROMIUM" USER_SETTINGS="$RUN/data/User/settings.json" README_SHOT="$EXT/media/panel.png" \
+    CHROMIUM="$CHROMIUM" README_SHOT="$EXT/media/panel.png" \
     node "$EXT/test/e2e/ui.test.mjs" || status=$?
 if [ "$status" != 0 ]; then
     say "code-server log: $RUN/code-server.log"

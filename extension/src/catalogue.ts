@@ -8,7 +8,7 @@ import { ServerManager } from './common/server';
 
 export const ENTRY_SCHEME = 'trainmedic-entry';
 
-export function entryUri(ruleId: string): vscode.Uri {
+function entryUri(ruleId: string): vscode.Uri {
     return vscode.Uri.from({ scheme: ENTRY_SCHEME, path: `/${ruleId}.md` });
 }
 

@@ -162,6 +162,13 @@ def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
         reason += (f"; torchelastic's 'Root Cause' names rank {elastic.rank}, which only "
                    "reported the failure second-hand")
 
+    return Attribution(rank, _statuses(rank, known, seen, first_root, first_any, report), reason)
+
+
+def _statuses(rank: int | None, known: set[int], seen: set[int],
+              first_root: dict[int, tuple[Line, str]], first_any: dict[int, tuple[Line, str]],
+              report: LauncherReport) -> dict[int, RankReport]:
+    """Each rank's part: failed first, failed as a consequence, killed, healthy or silent."""
     ranks: dict[int, RankReport] = {}
     for r in sorted(known | set(first_any)):
         if r == rank:
@@ -178,4 +185,4 @@ def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
             ranks[r] = RankReport(RankStatus.HEALTHY)
         else:
             ranks[r] = RankReport(RankStatus.SILENT)
-    return Attribution(rank, ranks, reason)
+    return ranks

@@ -110,6 +110,34 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    from trainmedic.render import render_json, render_text
+    from trainmedic.watch import Follower, watch
+
+    catalogue = _catalogue(args.rules)
+    for path in args.paths:
+        if not Path(path).exists():
+            return _fail(f"{path}: no such file or directory", EXIT_INPUT)
+    tty = sys.stderr.isatty()
+    shown = {"last": -1.0}
+
+    def progress(follower: Follower, elapsed: float) -> None:
+        if tty and elapsed - shown["last"] >= 1.0:
+            shown["last"] = elapsed
+            sys.stderr.write(f"\rwatching {len(follower.files)} file(s), "
+                             f"{follower.bytes_read / 1e6:.1f} MB read, no root cause yet "
+                             f"({elapsed:.0f} s)\x1b[K")
+            sys.stderr.flush()
+
+    diagnosis = watch(args.paths, catalogue, args.interval, args.timeout, progress)
+    if tty:
+        sys.stderr.write("\r\x1b[K")
+    output = render_json(diagnosis, catalogue, args.no_redact) if args.format == "json" else \
+        render_text(diagnosis, catalogue, args.no_redact)
+    sys.stdout.write(output if output.endswith("\n") else output + "\n")
+    return EXIT_ROOT_CAUSE if diagnosis.root_causes else EXIT_OK
+
+
 def cmd_rules_list(args: argparse.Namespace) -> int:
     catalogue = _catalogue(args.rules)
     if args.format == "json":
@@ -218,6 +246,24 @@ def build_parser() -> argparse.ArgumentParser:
                           help="read at most SIZE of each input (e.g. 500M, 2G); the rest is "
                                "skipped with a warning. Default: everything")
     diagnose.set_defaults(func=cmd_diagnose)
+
+    watch = commands.add_parser(
+        "watch", parents=[rules_option], help="follow growing logs until a root cause appears",
+        description="Follow log files or a torchrun --log-dir while the job runs, reading only "
+                    "new bytes, and print the diagnosis as soon as a root cause appears.\n\n"
+                    "examples:\n  trainmedic watch slurm-1234.out\n"
+                    "  trainmedic watch /scratch/logs/job-42 --timeout 3600",
+        epilog=f"exits {EXIT_ROOT_CAUSE} when a root cause was found, {EXIT_OK} when --timeout "
+               f"passed without one, {EXIT_INTERRUPTED} on Ctrl-C\n\n" + EXIT_CODES,
+        formatter_class=_Formatter)
+    watch.add_argument("paths", nargs="+", metavar="PATH", help="log file or directory")
+    watch.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
+                       help="how often to look for new bytes (default 1)")
+    watch.add_argument("--timeout", type=float, metavar="SECONDS",
+                       help="give up after this long and print what was found")
+    watch.add_argument("--format", choices=("text", "json"), default="text")
+    watch.add_argument("--no-redact", action="store_true", help="as for diagnose")
+    watch.set_defaults(func=cmd_watch)
 
     rules = commands.add_parser(
         "rules", help="list, show and test the failure catalogue",

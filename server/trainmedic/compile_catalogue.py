@@ -58,7 +58,7 @@ def main() -> int:
     OUTPUT.write_text(compiled, "utf-8")
     DOCS.mkdir(parents=True, exist_ok=True)
     pages = reference_pages(load_pack(RULES_DIR))
-    for stale in set(p.name for p in DOCS.glob("*.md")) - pages.keys():
+    for stale in {p.name for p in DOCS.glob("*.md")} - pages.keys():
         (DOCS / stale).unlink()
     for name, text in pages.items():
         (DOCS / name).write_text(text, "utf-8")

@@ -7,13 +7,13 @@ a log of any length gives the same answer as its failing part.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from trainmedic.attribution import attribute_ranks, chronological
 from trainmedic.catalogue import Catalogue, Rule
-from trainmedic.events import Matcher, RankCensus, extract_events
+from trainmedic.events import EventExtractor, Matcher, RankCensus
 from trainmedic.formats import adapt
 from trainmedic.launcher import LAUNCHER, read_report
 from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback
@@ -43,28 +43,18 @@ class Evidence:
     launcher: list[tuple[Line, Hit]] = field(default_factory=list)
     metrics: MetricSeries = field(default_factory=lambda: MetricSeries.for_keys(()))
 
-
-def metric_series(catalogue: Catalogue) -> MetricSeries:
-    """An empty series running every detector configuration the catalogue's rules name."""
-    return MetricSeries.for_keys(detector_key(d.name, dict(d.params))
-                                 for rule in catalogue.rules for d in rule.detectors)
-
-
-def match_rules(events: Iterable[Event], paths: list[str] | None = None,
-                metrics: MetricSeries | None = None) -> Evidence:
-    evidence = Evidence(paths=list(paths or []), metrics=metrics or MetricSeries.for_keys(()))
-    for event in events:
+    def add(self, event: Event) -> None:
         line = event.line
         if line.rank is not None:
-            evidence.ranks_seen.add(line.rank)
-        if event.traceback is not None and len(evidence.tracebacks) < TRACEBACKS_KEPT:
-            evidence.tracebacks.append(event.traceback)
+            self.ranks_seen.add(line.rank)
+        if event.traceback is not None and len(self.tracebacks) < TRACEBACKS_KEPT:
+            self.tracebacks.append(event.traceback)
         for hit in event.hits:
             if hit.rule_id == LAUNCHER:
-                if len(evidence.launcher) < LAUNCHER_FACTS_KEPT:
-                    evidence.launcher.append((line, hit))
+                if len(self.launcher) < LAUNCHER_FACTS_KEPT:
+                    self.launcher.append((line, hit))
                 continue
-            found = evidence.rules.setdefault(hit.rule_id, _RuleEvidence())
+            found = self.rules.setdefault(hit.rule_id, _RuleEvidence())
             kept = found.lines.setdefault(hit.fingerprint, [])
             if kept and kept[-1] is line:
                 continue  # min_count counts lines, not several hits on one line
@@ -74,10 +64,15 @@ def match_rules(events: Iterable[Event], paths: list[str] | None = None,
             rank_text = hit.group("rank")
             rank = int(rank_text) if rank_text and rank_text.isdigit() else line.rank
             if rank is not None:
-                evidence.ranks_seen.add(rank)
+                self.ranks_seen.add(rank)
                 if rank not in found.first_by_rank:
                     found.first_by_rank[rank] = line
-    return evidence
+
+
+def metric_series(catalogue: Catalogue) -> MetricSeries:
+    """An empty series running every detector configuration the catalogue's rules name."""
+    return MetricSeries.for_keys(detector_key(d.name, dict(d.params))
+                                 for rule in catalogue.rules for d in rule.detectors)
 
 
 def _confidence(rule: Rule, found: _RuleEvidence,
@@ -152,27 +147,47 @@ def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
                      series=evidence.metrics.to_json())
 
 
+class Diagnoser:
+    """One run's diagnosis built up chunk by chunk: ask for the answer at any point.
+
+    `diagnose` feeds it whole inputs; `trainmedic watch` feeds it what a growing log appends.
+    """
+
+    def __init__(self, catalogue: Catalogue, matcher: Matcher | None = None) -> None:
+        self.catalogue = catalogue
+        self.extractor = EventExtractor(matcher or Matcher(catalogue))
+        self.census = RankCensus()
+        self.evidence = Evidence(metrics=metric_series(catalogue))
+        self.times: dict[str, float] = {}
+
+    def start(self, path: str, timestamp: float | None = None) -> None:
+        """Announce a source (in the order sources should be read) and its file-wide time."""
+        if path not in self.evidence.paths:
+            self.evidence.paths.append(path)
+        if timestamp is not None:
+            self.times[path] = timestamp
+
+    def add(self, chunk: Chunk) -> None:
+        self.census.add(chunk)
+        self.evidence.metrics.add(chunk)
+        for event in self.extractor.extract(chunk, self.times.get(chunk.path)):
+            self.evidence.add(event)
+
+    def diagnosis(self) -> Diagnosis:
+        self.evidence.ranks_seen |= self.census.ranks | self.evidence.metrics.ranks
+        return diagnose_evidence(self.evidence, self.catalogue)
+
+
 def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
              matcher: Matcher | None = None) -> Diagnosis:
     """Read every input once and diagnose them together as one run."""
-    matcher = matcher or Matcher(catalogue)
-    paths: list[str] = []
-    times: dict[str, float] = {}
-
-    def chunks() -> Iterator[Chunk]:
-        for path, stream in inputs:  # one input at a time: each may be opened lazily
-            source = adapt(path, stream)
-            paths.append(path)
-            if source.timestamp is not None:
-                times[path] = source.timestamp
-            yield from read_chunks(source.stream, path)
-
-    census, metrics = RankCensus(), metric_series(catalogue)
-    events = extract_events(metrics.observe(census.observe(chunks())), matcher, times)
-    evidence = match_rules(events, None, metrics)
-    evidence.paths = paths
-    evidence.ranks_seen |= census.ranks | metrics.ranks
-    return diagnose_evidence(evidence, catalogue)
+    diagnoser = Diagnoser(catalogue, matcher)
+    for path, stream in inputs:  # one input at a time: each may be opened lazily
+        source = adapt(path, stream)
+        diagnoser.start(path, source.timestamp)
+        for chunk in read_chunks(source.stream, path):
+            diagnoser.add(chunk)
+    return diagnoser.diagnosis()
 
 
 def diagnose_text(text: str, catalogue: Catalogue, path: str = "<text>",

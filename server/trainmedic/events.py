@@ -132,18 +132,16 @@ def _next_traceback_start(text: str, start: int) -> int:
 
 
 class RankCensus:
-    """Taps a chunk stream and records every rank named anywhere, quiet ranks included."""
+    """Records every rank named anywhere in the chunks it sees, quiet ranks included."""
 
     def __init__(self) -> None:
         self.ranks: set[int] = set()
 
-    def observe(self, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
-        for chunk in chunks:
-            self.ranks |= census(chunk.text)
-            path_rank = rank_of_path(chunk.path)
-            if path_rank is not None:
-                self.ranks.add(path_rank)
-            yield chunk
+    def add(self, chunk: Chunk) -> None:
+        self.ranks |= census(chunk.text)
+        path_rank = rank_of_path(chunk.path)
+        if path_rank is not None:
+            self.ranks.add(path_rank)
 
 
 def _tracebacks(chunk: Chunk, source: _Source) -> dict[int, tuple[Line, Traceback]]:
@@ -170,21 +168,22 @@ def _tracebacks(chunk: Chunk, source: _Source) -> dict[int, tuple[Line, Tracebac
     return done
 
 
-def extract_events(chunks: Iterable[Chunk], matcher: Matcher,
-                   file_times: Mapping[str, float] | None = None) -> Iterator[Event]:
-    """Events of every chunk in line order within each source.
+class EventExtractor:
+    """Turns chunks into events, keeping each source's clock and open tracebacks in between."""
 
-    `file_times` gives a timestamp for every line of a source whose lines carry none of their
-    own (an error file written at the moment of failure).
-    """
-    sources: dict[str, _Source] = {}
-    file_times = file_times or {}
-    for chunk in chunks:
-        source = sources.get(chunk.path) or sources.setdefault(chunk.path, _Source(chunk.path))
+    def __init__(self, matcher: Matcher) -> None:
+        self.matcher = matcher
+        self.sources: dict[str, _Source] = {}
+
+    def extract(self, chunk: Chunk, file_time: float | None = None) -> Iterator[Event]:
+        """The chunk's events in line order; `file_time` dates lines that carry no time."""
+        source = self.sources.get(chunk.path)
+        if source is None:
+            source = self.sources[chunk.path] = _Source(chunk.path)
         hits: dict[int, list[Hit]] = {}
         lines: dict[int, Line] = {}
         counter = _LineCounter(chunk)
-        for offset, hit in sorted(matcher.scan(chunk.text), key=lambda item: item[0]):
+        for offset, hit in sorted(self.matcher.scan(chunk.text), key=lambda item: item[0]):
             number = counter.number_at(offset)
             if number not in lines:
                 lines[number] = chunk.line_at(offset, number)
@@ -194,7 +193,19 @@ def extract_events(chunks: Iterable[Chunk], matcher: Matcher,
             line = lines[number] if number in lines else blocks[number][0]
             rank, body = source.rank_of(line.text)
             stamp = source.clock.parse(body)
-            line = replace(line, rank=rank,
-                           timestamp=stamp if stamp is not None else file_times.get(chunk.path))
+            line = replace(line, rank=rank, timestamp=stamp if stamp is not None else file_time)
             block = blocks.get(number)
             yield Event(line, tuple(hits.get(number, ())), block[1] if block else None)
+
+
+def extract_events(chunks: Iterable[Chunk], matcher: Matcher,
+                   file_times: Mapping[str, float] | None = None) -> Iterator[Event]:
+    """Events of every chunk in line order within each source.
+
+    `file_times` gives a timestamp for every line of a source whose lines carry none of their
+    own (an error file written at the moment of failure).
+    """
+    extractor = EventExtractor(matcher)
+    file_times = file_times or {}
+    for chunk in chunks:
+        yield from extractor.extract(chunk, file_times.get(chunk.path))

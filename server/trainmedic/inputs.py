@@ -160,7 +160,7 @@ class Inputs:
             shown, stream = self._open_one(name)
             self._open = stream if shown != "<stdin>" else None
             bounded = _Bounded(stream, self.max_bytes) if self.max_bytes else None
-            yield shown, (io.BufferedReader(bounded) if bounded else stream)  # type: ignore[misc]
+            yield shown, (io.BufferedReader(bounded) if bounded else stream)
             if bounded is not None and bounded.cut:
                 self.warnings.append(f"{shown}: read only the first {self.max_bytes} bytes "
                                      "(--max-bytes)")

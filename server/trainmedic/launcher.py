@@ -8,7 +8,6 @@ wrong when a rank was killed before writing an error file or the first error was
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -19,16 +18,20 @@ SIGTERM = 15
 
 # (name, pattern): named groups rank, local_rank, pid, exitcode, signal.
 PATTERNS: tuple[tuple[str, str], ...] = (
-    ("agent-sigterm", r"Sending process (?P<pid>\d{1,9}) closing signal SIG(?P<signame>[A-Z]{2,6})"),
-    ("agent-failed", r"failed \(exitcode: (?P<exitcode>-?\d{1,4})\) local_rank: (?P<local_rank>\d{1,6})"
-                     r" \(pid: (?P<pid>\d{1,9})\)"),
+    ("agent-sigterm", r"Sending process (?P<pid>\d{1,9}) closing signal "
+                      r"SIG(?P<signame>[A-Z]{2,6})"),
+    ("agent-failed", r"failed \(exitcode: (?P<exitcode>-?\d{1,4})\) "
+                     r"local_rank: (?P<local_rank>\d{1,6}) \(pid: (?P<pid>\d{1,9})\)"),
     ("summary-root", r"Root Cause \(first observed failure\):"),
-    ("summary-rank", r"^ {0,8}rank {0,10}: (?P<rank>\d{1,6}) \(local_rank: (?P<local_rank>\d{1,6})\)"),
-    ("summary-exitcode", r"^ {0,8}exitcode {0,10}: (?P<exitcode>-?\d{1,4}) \(pid: (?P<pid>\d{1,9})\)"),
+    ("summary-rank", r"^ {0,8}rank {0,10}: (?P<rank>\d{1,6}) "
+                     r"\(local_rank: (?P<local_rank>\d{1,6})\)"),
+    ("summary-exitcode", r"^ {0,8}exitcode {0,10}: (?P<exitcode>-?\d{1,4}) "
+                         r"\(pid: (?P<pid>\d{1,9})\)"),
     ("srun-task", r"srun: error: [\w.-]{1,100}: tasks? (?P<rank>\d{1,6})(?:-\d{1,6})?: "
                   r"(?:Exited with exit code (?P<exitcode>\d{1,4})|(?P<killed>Killed))"),
-    ("mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID (?P<pid>\d{1,9}) on node \S{1,100} "
-                    r"(?:exited on signal (?P<signal>\d{1,3})|exited with status (?P<exitcode>\d{1,4}))"),
+    ("mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID (?P<pid>\d{1,9}) on node "
+                    r"\S{1,100} (?:exited on signal (?P<signal>\d{1,3})|"
+                    r"exited with status (?P<exitcode>\d{1,4}))"),
     ("world-size", r"(?:world_size|world size|WORLD_SIZE|World size)\s{0,2}[=:]\s{0,2}"
                    r"(?P<world>\d{1,6})\b"),
 )
@@ -61,10 +64,8 @@ class LauncherReport:
 
     def killed_by_launcher(self, rank: int) -> bool:
         """The launcher terminated this rank (SIGTERM) rather than the rank failing by itself."""
-        for exit_ in self.exits:
-            if exit_.rank == rank and (exit_.signal == SIGTERM or exit_.pid in self.terminated_pids):
-                return True
-        return False
+        return any(e.rank == rank and (e.signal == SIGTERM or e.pid in self.terminated_pids)
+                   for e in self.exits)
 
 
 def _int(value: str | None) -> int | None:

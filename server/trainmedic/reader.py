@@ -73,39 +73,58 @@ def _decode(raw: bytes) -> str:
     return normalise(raw.decode("utf-8", errors="replace"))
 
 
-def read_chunks(stream: BinaryIO, path: str, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
-    """Yield newline-aligned chunks of `stream`, each ending with a newline."""
-    pending = b""
-    skipping = False  # inside the unread tail of an over-long line
-    next_line = 1
-    while True:
-        data = stream.read(chunk_bytes)
-        if not data:
-            break
-        if skipping:
+class Chunker:
+    """Bytes of one source, fed in any pieces, out as chunks of whole normalised lines."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.pending = b""
+        self.skipping = False  # inside the unread tail of an over-long line
+        self.next_line = 1
+
+    def _chunk(self, raw: bytes) -> Chunk:
+        text = _decode(raw)
+        chunk = Chunk(self.path, text, self.next_line)
+        self.next_line += text.count("\n")
+        return chunk
+
+    def feed(self, data: bytes) -> Chunk | None:
+        """The complete lines that `data` finishes, if any."""
+        if self.skipping:
             cut = data.find(b"\n")
             if cut < 0:
-                continue
-            data = data[cut + 1 :]
-            skipping = False
-        buffer = pending + data
+                return None
+            data, self.skipping = data[cut + 1 :], False
+        buffer = self.pending + data
         cut = buffer.rfind(b"\n")
         if cut < 0:
-            if len(buffer) > MAX_LINE_BYTES:
-                buffer, pending, skipping = buffer[:MAX_LINE_BYTES] + b"\n", b"", True
-            else:
-                pending = buffer
-                continue
+            if len(buffer) <= MAX_LINE_BYTES:
+                self.pending = buffer
+                return None
+            buffer, self.pending, self.skipping = buffer[:MAX_LINE_BYTES] + b"\n", b"", True
         else:
-            buffer, pending = buffer[: cut + 1], buffer[cut + 1 :]
-            if len(pending) > MAX_LINE_BYTES:
-                buffer += pending[:MAX_LINE_BYTES] + b"\n"
-                pending, skipping = b"", True
-        text = _decode(buffer)
-        yield Chunk(path, text, next_line)
-        next_line += text.count("\n")
-    if pending:
-        yield Chunk(path, _decode(pending) + "\n", next_line)
+            buffer, self.pending = buffer[: cut + 1], buffer[cut + 1 :]
+            if len(self.pending) > MAX_LINE_BYTES:
+                buffer += self.pending[:MAX_LINE_BYTES] + b"\n"
+                self.pending, self.skipping = b"", True
+        return self._chunk(buffer)
+
+    def flush(self) -> Chunk | None:
+        """The last line when the source ended without a newline."""
+        if not self.pending:
+            return None
+        raw, self.pending = self.pending + b"\n", b""
+        return self._chunk(raw)
+
+
+def read_chunks(stream: BinaryIO, path: str, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
+    """Yield newline-aligned chunks of `stream`, each ending with a newline."""
+    chunker = Chunker(path)
+    while data := stream.read(chunk_bytes):
+        if (chunk := chunker.feed(data)) is not None:
+            yield chunk
+    if (chunk := chunker.flush()) is not None:
+        yield chunk
 
 
 def read_lines(stream: BinaryIO, path: str) -> Iterator[Line]:

@@ -102,7 +102,7 @@ def check_pattern(pattern: str) -> str | None:
 
 def _longest_literal(items: Any) -> str:
     best, run = "", []
-    for op, arg in list(items) + [(None, None)]:
+    for op, arg in [*items, (None, None)]:
         if op is _c.LITERAL:
             run.append(chr(arg))
             continue

@@ -8,7 +8,7 @@ the same memory as a short one.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,12 +60,10 @@ class MetricSeries:
     def for_keys(cls, keys: Iterable[DetectorKey]) -> MetricSeries:
         return cls(tuple(dict.fromkeys(keys)))
 
-    def observe(self, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
-        """Taps a chunk stream: every chunk's samples are fed, the chunk passes on."""
-        for chunk in chunks:
-            for sample, line in scan_metrics(chunk):
-                self.feed(sample, line)
-            yield chunk
+    def add(self, chunk: Chunk) -> None:
+        """Feed every sample of a chunk."""
+        for sample, line in scan_metrics(chunk):
+            self.feed(sample, line)
 
     def feed(self, sample: Sample, line: Line) -> None:
         self.samples += 1

@@ -55,10 +55,21 @@ async def client(lsp_client: LanguageClient, request: pytest.FixtureRequest, tmp
     await lsp_client.initialize_session(
         initialize_params(tmp_path, settings.args[0] if settings else None))
     yield
-    await lsp_client.shutdown_session()
+    await close(lsp_client)
 
 
 @pytest_lsp.fixture(config=SERVER)
 async def bare_client(lsp_client: LanguageClient):
     """A server that has been started but not initialized."""
     yield
+    await close(lsp_client)
+
+
+async def close(client: LanguageClient) -> None:
+    """Stop the server whatever state the test left it in, so the process always exits."""
+    if client.stopped:
+        return
+    if client.capabilities is None:
+        client.exit(None)
+    else:
+        await client.shutdown_session()

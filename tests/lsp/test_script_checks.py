@@ -78,7 +78,7 @@ async def actions(client: LanguageClient, uri: str,
 async def test_diagnostics_carry_code_link_and_exact_range(client: LanguageClient,
                                                            tmp_path: Path) -> None:
     path = FIXTURES / "TM104" / "positive-accumulation.py"
-    uri, text, diagnostics = await opened(client, path, tmp_path)
+    _, text, diagnostics = await opened(client, path, tmp_path)
 
     expected = run_checks(str(path), text)
     assert [d.code for d in diagnostics] == [f.code for f in expected]

@@ -37,7 +37,7 @@ async function environmentsApi(): Promise<PythonEnvironmentsApi | undefined> {
     return isEnvironmentsApi(exports?.environments) ? exports.environments : undefined;
 }
 
-export function isPythonExtensionInstalled(): boolean {
+function isPythonExtensionInstalled(): boolean {
     return vscode.extensions.getExtension(PYTHON_EXTENSION) !== undefined;
 }
 

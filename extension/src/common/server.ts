@@ -18,12 +18,12 @@ import { probePython, pythonExtensionInterpreter, selectInterpreter } from './py
 import { CoalescingRunner } from './serial';
 import { PathContext, SECTION, ServerSettings, Settings, interpreterCommand, readSettings, toServerSettings } from './settings';
 
-export const CLIENT_ID = 'trainmedic';
+const CLIENT_ID = 'trainmedic';
 const CLIENT_NAME = 'TrainMedic';
 
 export type ServerState = 'starting' | 'running' | 'stopped' | 'noPython' | 'failed';
 
-export class ServerNotRunningError extends Error {
+class ServerNotRunningError extends Error {
     constructor() {
         super('the TrainMedic server is not running (see the TrainMedic output)');
         this.name = 'ServerNotRunningError';
@@ -40,7 +40,7 @@ export function currentSettings(log: vscode.LogOutputChannel): Settings {
     );
 }
 
-export function pathContext(): PathContext {
+function pathContext(): PathContext {
     return { workspaceFolder: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, userHome: os.homedir() };
 }
 

@@ -85,9 +85,15 @@ function baseName(path: string): string {
     return path.split(/[\\/]/).filter(Boolean).pop() ?? path;
 }
 
-/** A line's name as the user sees it: the document line when it has a place, else as diagnosed. */
+/**
+ * A line's name as the user sees it: the document line when it has a place, else as diagnosed
+ * (text sent without a file, such as a terminal's output, is named `<text>` by the server).
+ */
 function lineLabel(ref: LineRef, place: Place | undefined): string {
-    return place ? `${baseName(decodeURIComponent(place.uri))}:${place.line + 1}` : `${baseName(ref.path)}:${ref.line}`;
+    if (place) {
+        return `${baseName(decodeURIComponent(place.uri))}:${place.line + 1}`;
+    }
+    return ref.path.startsWith('<') ? `line ${ref.line}` : `${baseName(ref.path)}:${ref.line}`;
 }
 
 class Places {

@@ -7,7 +7,7 @@ import { DiagnoseResult } from '../diagnosis';
 import { renderPanelHtml } from './html';
 import { Locate, PanelModel, buildPanelModel } from './model';
 
-export const VIEW_TYPE = 'trainmedic.results';
+const VIEW_TYPE = 'trainmedic.results';
 
 export interface PanelActions {
     /** The exact line Run in terminal types, for its tooltip. */

@@ -2,9 +2,9 @@
 // headless Chromium, as a user would: open a multi-rank log and read the root cause in the
 // Problems panel; select a traceback, run Diagnose Selection and read the results panel; open a
 // training script, hover its warning and apply the quick fix. A screenshot per step goes to
-// ARTIFACTS. Run by scripts/e2e.sh, which sets CS_URL, WORKSPACE, ARTIFACTS, PROFILE, CHROMIUM,
-// USER_SETTINGS and README_SHOT. Prints one "N passed, N failed" line; exits non-zero when a step fails.
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// ARTIFACTS. Run by scripts/e2e.sh, which sets CS_URL, WORKSPACE, ARTIFACTS, PROFILE, CHROMIUM
+// and README_SHOT. Prints one "N passed, N failed" line; exits non-zero when a step fails.
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -20,7 +20,6 @@ const WORKSPACE = env('WORKSPACE');
 const ARTIFACTS = env('ARTIFACTS');
 const PROFILE = env('PROFILE');
 const CHROMIUM = env('CHROMIUM');
-const USER_SETTINGS = env('USER_SETTINGS');
 const README_SHOT = process.env.README_SHOT;
 
 const LOG = 'torchrun-amp.log';
@@ -36,6 +35,8 @@ const context = await chromium.launchPersistentContext(PROFILE, {
     viewport: { width: 1400, height: 900 },
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
 });
+// Diagnose Terminal Selection reads the terminal's selection through the clipboard.
+await context.grantPermissions(['clipboard-read', 'clipboard-write']);
 const page = context.pages()[0] ?? (await context.newPage());
 page.setDefaultTimeout(30_000);
 
@@ -63,8 +64,7 @@ async function quickInput(chord) {
 async function pick(chord, text, row) {
     const input = await quickInput(chord);
     await input.fill(text);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: row }).first().waitFor();
-    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: row }).first().click();
     await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
 }
 
@@ -186,6 +186,29 @@ step('Run in terminal types the verification command into a terminal, on that cl
     await page.locator('.xterm-rows', { hasText: '-m trainmedic probe amp' }).first().waitFor();
     await page.locator('.terminal-tab, .single-terminal-tab', { hasText: 'TrainMedic: verify' }).first().waitFor({ state: 'attached' });
     await shot('07-verification-in-terminal');
+});
+
+step('a failed terminal command whose output matches a root cause offers its diagnosis', async () => {
+    await page.locator('.terminal-wrapper .xterm').first().click();
+    await page.keyboard.type(`cat ${LOG} && false`);
+    await page.keyboard.press('Enter');
+    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'failed: Mixed precision loss scale' }).first();
+    await toast.waitFor({ state: 'visible', timeout: 60_000 });
+    await page.waitForTimeout(500); // the toast slides in
+    await shot('08-failed-command-notification');
+    await toast.locator('.monaco-button', { hasText: 'Show diagnosis' }).click();
+    await resultsPanel().locator('.meta', { hasText: `the output of “cat ${LOG} && false”, exit code 1` }).waitFor();
+    if ((await resultsPanel().locator('.rank-value').innerText()).trim() !== 'rank 0') {
+        throw new Error('the failed command’s diagnosis does not name rank 0');
+    }
+});
+
+step('Diagnose Terminal Selection diagnoses what is selected in the terminal', async () => {
+    await page.locator('.terminal-wrapper .xterm').first().click();
+    await runCommand('Terminal: Select All');
+    await runCommand('TrainMedic: Diagnose Terminal Selection');
+    await resultsPanel().locator('.meta', { hasText: 'a selection in terminal “TrainMedic: verify”' }).waitFor();
+    await shot('09-terminal-selection-diagnosed');
     await runCommand('View: Hide Panel');
     await runCommand('View: Single Column Editor Layout');
 });
@@ -197,13 +220,13 @@ step('a training script shows the GradScaler warning, its hover and a quick fix 
     await squiggle.hover({ force: true });
     const hover = page.locator('.monaco-hover', { hasText: 'TM101' }).first();
     await hover.waitFor({ state: 'visible' });
-    await shot('08-script-hover');
+    await shot('10-script-hover');
     await page.keyboard.press('Escape');
     await squiggle.click({ force: true });
     await page.keyboard.press('Control+.');
     const menu = page.locator('.action-widget:not(.action-list-submenu-panel)');
     await menu.waitFor({ state: 'visible' });
-    await shot('09-quick-fix-menu');
+    await shot('11-quick-fix-menu');
     const fix = menu.locator('.monaco-list-row', { hasText: 'Fix TM101' }).first();
     await fix.click();
     await editor.locator('.view-lines', { hasText: 'torch.amp.GradScaler("cuda")' }).waitFor();
@@ -218,19 +241,23 @@ step('a training script shows the GradScaler warning, its hover and a quick fix 
     }
     // The server checks the fixed script again: the warning goes away.
     await editor.locator('.squiggly-warning').waitFor({ state: 'detached', timeout: 15_000 });
-    await shot('10-quick-fix-applied');
+    await shot('12-quick-fix-applied');
 });
 
 step('the results panel follows a high-contrast theme', async () => {
-    // As a user would in settings.json: VS Code applies the change while running.
-    const settings = JSON.parse(readFileSync(USER_SETTINGS, 'utf8'));
-    writeFileSync(USER_SETTINGS, JSON.stringify({ ...settings, 'workbench.colorTheme': 'Default High Contrast' }, null, 2));
+    const input = await quickInput('Control+Shift+P');
+    await input.fill('>Preferences: Color Theme');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: /^Preferences: Color Theme/ }).first().click();
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Dark Modern' }).first().waitFor();
+    await input.fill('Dark High Contrast');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Dark High Contrast' }).first().click();
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
     await page.locator('.tab', { hasText: 'TrainMedic: amp-loss-scale' }).click();
     const panel = resultsPanel();
     await panel.locator('body.vscode-high-contrast h1').waitFor();
     await panel.locator('.chart-body canvas').first().waitFor({ state: 'attached' });
     await page.waitForTimeout(300);
-    await shot('11-results-panel-high-contrast');
+    await shot('13-results-panel-high-contrast');
 });
 
 let passed = 0;

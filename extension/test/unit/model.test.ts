@@ -64,6 +64,10 @@ describe('diagnosis → panel model', () => {
         const model = buildPanelModel(result, 'x', () => undefined);
         assert.equal(model.places.length, 0);
         assert.ok(model.evidence.every((e) => e.link.place === undefined));
+        const terminal = parseDiagnoseResult(JSON.parse(JSON.stringify(raw).replaceAll('/work/logs/torchrun-amp.log', '<text>')));
+        const fromTerminal = buildPanelModel(terminal, 'x', () => undefined);
+        assert.equal(fromTerminal.why, 'Rank 0 failed first with a root cause (amp-loss-scale, line 45).');
+        assert.equal(fromTerminal.evidence[0]?.link.label, 'line 45');
     });
 
     it('relates the entries the Markdown names and the other findings', () => {
