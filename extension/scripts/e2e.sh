@@ -2,11 +2,12 @@
 # End-to-end test of the extension in a real VS Code: code-server (from npm) with the built VSIX
 # installed, driven through its UI by playwright-core and Debian's Chromium, headless.
 #
-# Installs what it needs from the package registries only (apt: chromium; npm: node@24 and
-# code-server into a cache outside the repository; playwright-core is a devDependency of the
-# extension, so `npm ci` brings it), builds the VSIX, runs
-# test/e2e/ui.test.mjs and prints one "N passed, N failed" line. Idempotent: a second run
-# reuses the cache and takes well under a minute.
+# Installs what it needs from the package registries only: apt (chromium, libkrb5-dev), npm
+# (node@24 and code-server into a cache outside the repository; playwright-core is a
+# devDependency of the extension, so `npm ci` brings it) and PyPI (the server's libraries,
+# bundled into the VSIX). Then builds the VSIX, runs test/e2e/ui.test.mjs and prints one
+# "N passed, N failed" line. Idempotent: a second run reuses the cache and takes under a minute.
+# Needs: bash, npm, curl, a Python 3.10+ with pip, and root or sudo for apt on a first run.
 #
 # Environment: TRAINMEDIC_E2E_CACHE (default /opt/trainmedic-e2e), TRAINMEDIC_E2E_ARTIFACTS
 # (screenshots; default <repo>/tests/artifacts/e2e), PYTHON (Python 3.10+ that bundles the
@@ -60,7 +61,10 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
     npm ci --no-audit --no-fund --loglevel=error
 fi
 say "packaging the extension"
-PYTHON="$PYTHON" npm run --silent package -- --out "$EXT/trainmedic-e2e.vsix" >/dev/null
+PACKAGE_LOG=$(mktemp)
+PYTHON="$PYTHON" npm run --silent package -- --out "$EXT/trainmedic-e2e.vsix" >"$PACKAGE_LOG" 2>&1 ||
+    { cat "$PACKAGE_LOG" >&2; rm -f "$PACKAGE_LOG"; exit 1; }
+rm -f "$PACKAGE_LOG"
 VSIX="$EXT/trainmedic-e2e.vsix"
 
 # --- 4. A fresh code-server with the VSIX installed ----------------------------------------
@@ -79,6 +83,8 @@ trap cleanup EXIT
 
 mkdir -p "$RUN/data/User" "$RUN/extensions" "$RUN/bin"
 cp -r "$EXT/test/fixtures/workspace" "$RUN/workspace"
+# A real torchrun --log-dir (per-rank stdout/stderr/error.json), shared with the Python tests.
+cp -r "$REPO/tests/fixtures/torchrun-logdir" "$RUN/workspace/torchrun-logdir"
 # The server runs on the Python this test was given, found first on PATH as python3.
 PYTHON_EXE=$(command -v "$PYTHON")
 ln -s "$PYTHON_EXE" "$RUN/bin/python3"

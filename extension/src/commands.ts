@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 import { CatalogueEntries } from './catalogue';
 import { ServerManager, currentSettings } from './common/server';
 import { DiagnoseResult, parseDiagnoseResult, rootCause } from './diagnosis';
-import { FolderFile, LogText, isLogFileName, joinLogs, selectWithinBudget } from './logFolder';
+import { FolderFile, LogText, isBinary, isLogFileName, joinLogs, selectWithinBudget } from './logFolder';
 import { Locate } from './panel/model';
 import { ResultsPanel } from './panel/panel';
 import { DiagnosisStatus } from './statusBar';
@@ -55,6 +55,11 @@ function stringArgument(value: unknown): string {
     return typeof value === 'string' ? value : '';
 }
 
+/** A terminal command as messages quote it; shell integration may not know its line. */
+function commandName(output: CommandOutput): string {
+    return output.commandLine.trim() ? `“${output.commandLine.trim()}”` : 'the last command';
+}
+
 function fileName(uri: vscode.Uri): string {
     return path.basename(uri.path) || uri.toString();
 }
@@ -81,7 +86,8 @@ export class Commands implements vscode.Disposable {
         this.disposables.push(this.panel, terminals.onDidFailCommand((output) => this.offerFailedCommand(output)));
     }
 
-    register(): { dispose(): unknown }[] {
+    /** Registers every command; the registrations are the caller's to dispose. */
+    register(): vscode.Disposable[] {
         const commands: Record<string, (...args: unknown[]) => Promise<void> | void> = {
             'trainmedic.diagnoseSelection': () => this.diagnoseSelection(),
             'trainmedic.diagnoseTerminalSelection': () => this.diagnoseTerminalSelection(),
@@ -100,18 +106,15 @@ export class Commands implements vscode.Disposable {
             'trainmedic.showEntry': (ruleId) => this.entries.show(stringArgument(ruleId)),
             'trainmedic.diagnoseWithRulePack': (uri) => this.diagnoseWithRulePack(stringArgument(uri) || undefined),
         };
-        return [
-            ...this.disposables,
-            ...Object.entries(commands).map(([id, run]) =>
-                vscode.commands.registerCommand(id, async (...args: unknown[]) => {
-                    try {
-                        await run(...args);
-                    } catch (error) {
-                        this.reportError(error);
-                    }
-                }),
-            ),
-        ];
+        return Object.entries(commands).map(([id, run]) =>
+            vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+                try {
+                    await run(...args);
+                } catch (error) {
+                    this.reportError(error);
+                }
+            }),
+        );
     }
 
     dispose(): void {
@@ -194,7 +197,7 @@ export class Commands implements vscode.Disposable {
 
     private commandOrigin(output: CommandOutput): string {
         const exit = output.exitCode === undefined ? '' : `, exit code ${output.exitCode}`;
-        return `the output of “${output.commandLine}”${exit}${output.truncated ? ' (its last 4 MiB)' : ''}`;
+        return `the output of ${commandName(output)}${exit}${output.truncated ? ' (its last 4 MiB)' : ''}`;
     }
 
     private async diagnoseLastCommand(): Promise<void> {
@@ -205,7 +208,7 @@ export class Commands implements vscode.Disposable {
             );
         }
         if (output.text.trim() === '') {
-            throw new UserError(`“${output.commandLine}” printed nothing to diagnose.`);
+            throw new UserError(`${commandName(output)} printed nothing to diagnose.`);
         }
         const origin = this.commandOrigin(output);
         this.present({ result: await this.requestDiagnosis({ text: output.text }, origin), origin, locate: nowhere });
@@ -213,6 +216,7 @@ export class Commands implements vscode.Disposable {
 
     /** A failed terminal command whose output matches a root cause: offer the diagnosis, without interrupting. */
     private async offerFailedCommand(output: CommandOutput): Promise<void> {
+        this.log.info(`Terminal: ${commandName(output)} exited with ${output.exitCode ?? '?'} after ${output.text.length} characters of output`);
         if (!currentSettings(this.log).notifyOnFailedCommand || output.text.trim() === '' || this.server.state !== 'running') {
             return;
         }
@@ -221,7 +225,7 @@ export class Commands implements vscode.Disposable {
         try {
             result = parseDiagnoseResult(await this.server.execute('trainmedic.diagnose', [{ text: output.text }]));
         } catch (error) {
-            this.log.warn(`Could not diagnose the failed command “${output.commandLine}”: ${String(error)}`);
+            this.log.warn(`Could not diagnose the failed command ${commandName(output)}: ${String(error)}`);
             return;
         }
         const root = rootCause(result);
@@ -230,7 +234,7 @@ export class Commands implements vscode.Disposable {
         }
         const rank = result.initiatingRank === null ? '' : ` (rank ${result.initiatingRank} failed first)`;
         const choice = await vscode.window.showWarningMessage(
-            `TrainMedic: “${output.commandLine}” failed: ${root.title}${rank}.`,
+            `TrainMedic: ${commandName(output)} failed: ${root.title}${rank}.`,
             'Show diagnosis',
             "Don't show again",
         );
@@ -289,10 +293,15 @@ export class Commands implements vscode.Disposable {
         const logs: LogText[] = [];
         for (const file of files) {
             const uri = vscode.Uri.file(file.path);
-            logs.push({ uri: uri.toString(), text: decoder.decode(await vscode.workspace.fs.readFile(uri)) });
+            const bytes = await vscode.workspace.fs.readFile(uri);
+            if (isBinary(bytes)) {
+                this.log.info(`Log folder: ${file.path} is binary, left out`);
+            } else {
+                logs.push({ uri: uri.toString(), text: decoder.decode(bytes) });
+            }
         }
         const joined = joinLogs(logs);
-        const origin = `${files.length} log file(s) in ${path.basename(folder.fsPath)}`;
+        const origin = `${logs.length} log file(s) in ${path.basename(folder.fsPath)}`;
         const result = await this.requestDiagnosis({ text: joined.text }, origin);
         this.present({ result, origin, locate: (ref) => joined.place(ref.line) });
     }

@@ -13,6 +13,13 @@ export function isLogFileName(name: string): boolean {
     return LOG_SUFFIXES.has(suffix) || LOG_NAMES.has(stem) || name.startsWith('slurm-');
 }
 
+const SNIFF_BYTES = 8192;
+
+/** A NUL byte in the first block marks a binary file, as the CLI (and grep and git) decide. */
+export function isBinary(bytes: Uint8Array): boolean {
+    return bytes.subarray(0, SNIFF_BYTES).includes(0);
+}
+
 export interface FolderFile {
     readonly path: string;
     readonly size: number;

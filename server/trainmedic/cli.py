@@ -94,12 +94,18 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from trainmedic.inputs import expand, opened
     from trainmedic.render import render_json, render_text
 
+    from trainmedic.backends import matcher_for
+
     catalogue = _catalogue(args.rules)
+    matcher = matcher_for(catalogue, args.backend)
+    if args.verbose:
+        print(f"trainmedic: {len(catalogue.rules)} rules, matcher backend {matcher.name}",
+              file=sys.stderr)
     files, warnings = expand(args.paths)
     for warning in warnings:
         print(f"trainmedic: warning: {warning}", file=sys.stderr)
     with opened(files, args.max_bytes) as streams:
-        diagnosis = diagnose(streams, catalogue)
+        diagnosis = diagnose(streams, catalogue, matcher)
     for warning in streams.warnings:
         print(f"trainmedic: warning: {warning}", file=sys.stderr)
     output = render_json(diagnosis, catalogue, args.no_redact) if args.format == "json" else \
@@ -136,6 +142,27 @@ def cmd_watch(args: argparse.Namespace) -> int:
         render_text(diagnosis, catalogue, args.no_redact)
     sys.stdout.write(output if output.endswith("\n") else output + "\n")
     return EXIT_ROOT_CAUSE if diagnosis.root_causes else EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    import importlib.util
+    import platform
+
+    from trainmedic.backends import matcher_for
+
+    catalogue = _catalogue(args.rules)
+    matcher = matcher_for(catalogue)
+    torch = importlib.util.find_spec("torch") is not None
+    print(f"trainmedic {__version__} on Python {platform.python_version()} "
+          f"({sys.executable})")
+    print(f"catalogue: {len(catalogue.rules)} rules, "
+          f"{sum(len(r.fingerprints) for r in catalogue.rules)} fingerprints "
+          f"({', '.join(catalogue.sources)})")
+    print(f"matcher backend: {matcher.name}" + (
+        "" if matcher.name == "hyperscan"
+        else " (pip install 'trainmedic[fast]' for the native one)"))
+    print(f"probes: {'torch found' if torch else 'torch not installed: probes cannot run here'}")
+    return EXIT_OK
 
 
 def cmd_rules_list(args: argparse.Namespace) -> int:
@@ -239,6 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
                           help="text for people (default), json for programs")
     diagnose.add_argument("--exit-code", action="store_true",
                           help=f"exit {EXIT_ROOT_CAUSE} when a root cause is found")
+    diagnose.add_argument("--backend", choices=("auto", "python", "hyperscan"), default="auto",
+                          help="matcher backend: auto takes hyperscan when installed "
+                               "(pip install 'trainmedic[fast]'); results are identical")
+    diagnose.add_argument("--verbose", action="store_true",
+                          help="say which rules and matcher backend are used")
     diagnose.add_argument("--no-redact", action="store_true",
                           help="show evidence lines as they are; by default tokens, keys and "
                                "passwords in them are replaced by [REDACTED]")
@@ -264,6 +296,12 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--format", choices=("text", "json"), default="text")
     watch.add_argument("--no-redact", action="store_true", help="as for diagnose")
     watch.set_defaults(func=cmd_watch)
+
+    doctor = commands.add_parser(
+        "doctor", parents=[rules_option], help="what trainmedic runs with here",
+        description="Print the version, the catalogue, the matcher backend in use and whether "
+                    "the probes can run.", formatter_class=_Formatter)
+    doctor.set_defaults(func=cmd_doctor)
 
     rules = commands.add_parser(
         "rules", help="list, show and test the failure catalogue",
@@ -321,6 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from trainmedic.backends import BackendError
     from trainmedic.catalogue import RuleError
     from trainmedic.inputs import InputError
 
@@ -331,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error), EXIT_INPUT)
     except RuleError as error:
         return _fail(f"invalid rule: {error}", EXIT_RULES)
+    except BackendError as error:
+        return _fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:

@@ -88,15 +88,20 @@ class Matcher:
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
         """(offset, hit) for every match in `text`, in no particular order."""
         for pattern in self._candidates(text):
-            fp = pattern.fingerprint
-            for match in fp.regex.finditer(text):
-                groups = match.groupdict()
-                if fp.where is not None and not fp.where.holds(groups):
-                    continue
-                yield match.start(), Hit(
-                    pattern.rule_id, fp.name,
-                    tuple((k, v) for k, v in groups.items() if v is not None),
-                )
+            yield from self._confirm(pattern, text)
+
+    @staticmethod
+    def _confirm(pattern: _Pattern, text: str) -> Iterator[tuple[int, Hit]]:
+        """The pattern's real matches in `text`, with their named groups, `where` applied."""
+        fp = pattern.fingerprint
+        for match in fp.regex.finditer(text):
+            groups = match.groupdict()
+            if fp.where is not None and not fp.where.holds(groups):
+                continue
+            yield match.start(), Hit(
+                pattern.rule_id, fp.name,
+                tuple((k, v) for k, v in groups.items() if v is not None),
+            )
 
 
 class _LineCounter:
@@ -131,14 +136,21 @@ def _next_traceback_start(text: str, start: int) -> int:
     return min(found) if found else -1
 
 
+CENSUS_SPAN = 1 << 17
+
+
 class RankCensus:
-    """Records every rank named anywhere in the chunks it sees, quiet ranks included."""
+    """Records the ranks named in the chunks it sees, quiet ranks included.
+
+    Only the head of each chunk is read: every rank of a running job prints in every stretch of
+    its log, so the head sees them all at a fraction of the cost of reading every line.
+    """
 
     def __init__(self) -> None:
         self.ranks: set[int] = set()
 
     def add(self, chunk: Chunk) -> None:
-        self.ranks |= census(chunk.text)
+        self.ranks |= census(chunk.text[:CENSUS_SPAN])
         path_rank = rank_of_path(chunk.path)
         if path_rank is not None:
             self.ranks.add(path_rank)

@@ -19,7 +19,6 @@ MAX_LINE_BYTES = 1 << 20
 MAX_LINE_CHARS = 4000  # what a Line keeps for display; matching sees the whole line
 
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-_CR_BEFORE_NL = re.compile(r"\r+\n")
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,9 @@ def normalise(text: str) -> str:
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     if "\r" in text:
-        text = _CR_BEFORE_NL.sub("\n", text).rstrip("\r")
+        while "\r\n" in text:  # CRLF, and the stray \r\r\n of doubly converted files
+            text = text.replace("\r\n", "\n")
+        text = text.rstrip("\r")
         text = _resolve_overwrites(text) if "\r" in text else text
     return text
 

@@ -5,14 +5,39 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
+import cattrs
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import register_lsp_features
 
-SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "trainmedic", "lsp"])
+
+def _converter() -> cattrs.Converter:
+    """pygls' converter, reading code actions right: lsprotocol 2025.0.0 takes any object with
+    a `command` key for a Command, so a CodeAction that carries one would come back mangled."""
+    converter = default_converter()
+
+    def command_or_action(value: Any, _: type) -> types.Command | types.CodeAction:
+        kind = types.Command if isinstance(value.get("command"), str) else types.CodeAction
+        return converter.structure(value, kind)
+
+    converter.register_structure_hook(Union[types.Command, types.CodeAction],  # noqa: UP007
+                                      command_or_action)
+    return converter
+
+
+def _client() -> LanguageClient:
+    client = LanguageClient(converter_factory=_converter)
+    register_lsp_features(client)
+    return client
+
+
+SERVER = ClientServerConfig(server_command=[sys.executable, "-m", "trainmedic", "lsp"],
+                            client_factory=_client)
 
 
 def pytest_configure(config: pytest.Config) -> None:

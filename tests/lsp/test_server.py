@@ -26,7 +26,8 @@ SERVER_COMMANDS = {"trainmedic.diagnose", "trainmedic.explain", "trainmedic.list
 async def test_initialize_and_shutdown(bare_client: LanguageClient, tmp_path: Path) -> None:
     result = await bare_client.initialize_session(initialize_params(tmp_path))
 
-    assert result.server_info is not None and result.server_info.name == "trainmedic"
+    assert result.server_info is not None
+    assert result.server_info.name == "trainmedic"
     capabilities = result.capabilities
     assert capabilities.hover_provider
     assert isinstance(capabilities.code_action_provider, types.CodeActionOptions)
@@ -69,7 +70,8 @@ def test_a_feature_that_fails_to_load_is_logged_and_left_out(
 
 def test_each_server_is_fresh() -> None:
     one, two = create_server(), create_server()
-    assert one is not two and one.published is not two.published
+    assert one is not two
+    assert one.published is not two.published
 
 
 @pytest.mark.asyncio

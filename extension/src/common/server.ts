@@ -12,6 +12,7 @@ import {
     ResponseError,
     RevealOutputChannelOn,
     ServerOptions,
+    State,
 } from 'vscode-languageclient/node';
 import { Interpreter, describeAttempts, pathNames, resolveInterpreter } from './interpreter';
 import { probePython, pythonExtensionInterpreter, selectInterpreter } from './python';
@@ -53,6 +54,7 @@ function documentSelector(settings: Settings): LanguageClientOptions['documentSe
 
 export class ServerManager implements vscode.Disposable {
     private client: LanguageClient | undefined;
+    private clientState: { dispose(): void } | undefined;
     private readonly runner = new CoalescingRunner(() => this.restartNow());
     private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
     private current: ServerState = 'stopped';
@@ -106,6 +108,8 @@ export class ServerManager implements vscode.Disposable {
     private async stop(): Promise<void> {
         const client = this.client;
         this.client = undefined;
+        this.clientState?.dispose();
+        this.clientState = undefined;
         if (client) {
             this.log.info('Server: stopping');
             try {
@@ -144,6 +148,19 @@ export class ServerManager implements vscode.Disposable {
         const serverSettings = toServerSettings(settings, trusted, context);
         const client = this.createClient(resolution.interpreter, settings, serverSettings);
         this.client = client;
+        // The client restarts a crashed server by itself a few times; follow it, so commands
+        // wait for a server that runs and the status bar says when it gave up.
+        this.clientState = client.onDidChangeState(({ newState }) => {
+            if (this.client !== client) {
+                return;
+            }
+            if (newState === State.Running) {
+                this.setState('running');
+            } else if (newState === State.Stopped && this.current === 'running') {
+                this.log.error('Server: stopped unexpectedly (see above); run "TrainMedic: Restart Server" once the cause is fixed');
+                this.setState('failed');
+            }
+        });
         try {
             await client.start();
             this.setState('running');

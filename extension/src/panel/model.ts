@@ -81,8 +81,15 @@ const METRICS: Readonly<Partial<Record<string, { title: string; logScale: boolea
     grad_norm: { title: 'Gradient norm', logScale: true },
 };
 
+/**
+ * A file's short name: its base name, with the parent folder for per-rank files whose names
+ * repeat (torchrun's `attempt_0/<rank>/stderr.log`), so `1/stderr.log` tells the rank.
+ */
 function baseName(path: string): string {
-    return path.split(/[\\/]/).filter(Boolean).pop() ?? path;
+    const parts = path.split(/[\\/]/).filter(Boolean);
+    const name = parts.pop() ?? path;
+    const parent = parts.pop();
+    return parent && /^(stdout|stderr|error)(\.\w+)?$/.test(name) ? `${parent}/${name}` : name;
 }
 
 /**

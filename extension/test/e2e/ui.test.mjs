@@ -23,6 +23,7 @@ const CHROMIUM = env('CHROMIUM');
 const README_SHOT = process.env.README_SHOT;
 
 const LOG = 'torchrun-amp.log';
+const LOG_DIR = 'torchrun-logdir'; // copied from tests/fixtures by scripts/e2e.sh
 const SCRIPT = 'train.py';
 const TRACEBACK = { first: 38, last: 45 }; // rank 0's traceback in the log, 1-based lines
 
@@ -164,7 +165,8 @@ step('with nothing selected, the keybinding diagnoses the whole log: every rank,
         throw new Error(`ranks table: ${JSON.stringify(rows)}`);
     }
     await panel.locator('.chart-body canvas').first().waitFor({ state: 'attached' });
-    await page.waitForTimeout(300);
+    await page.mouse.move(300, 160); // no tooltip over the picture
+    await page.waitForTimeout(600);
     const path = await shot('04-results-panel-whole-log');
     if (README_SHOT) {
         copyFileSync(path, README_SHOT);
@@ -189,7 +191,10 @@ step('Run in terminal types the verification command into a terminal, on that cl
 });
 
 step('a failed terminal command whose output matches a root cause offers its diagnosis', async () => {
-    await page.locator('.terminal-wrapper .xterm').first().click();
+    // A terminal of its own, used once its shell (and its shell integration) is up.
+    await runCommand('Terminal: Create New Terminal');
+    await page.locator('.terminal-wrapper.active .xterm-rows', { hasText: '# ' }).waitFor();
+    await page.waitForTimeout(1000);
     await page.keyboard.type(`cat ${LOG} && false`);
     await page.keyboard.press('Enter');
     const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'failed: Mixed precision loss scale' }).first();
@@ -204,13 +209,41 @@ step('a failed terminal command whose output matches a root cause offers its dia
 });
 
 step('Diagnose Terminal Selection diagnoses what is selected in the terminal', async () => {
-    await page.locator('.terminal-wrapper .xterm').first().click();
+    await page.locator('.terminal-wrapper.active .xterm').first().click();
     await runCommand('Terminal: Select All');
     await runCommand('TrainMedic: Diagnose Terminal Selection');
-    await resultsPanel().locator('.meta', { hasText: 'a selection in terminal “TrainMedic: verify”' }).waitFor();
+    await resultsPanel().locator('.meta', { hasText: 'a selection in terminal “' }).waitFor();
+    if ((await resultsPanel().locator('.rank-value').innerText()).trim() !== 'rank 0') {
+        throw new Error('the terminal selection’s diagnosis does not name rank 0');
+    }
     await shot('09-terminal-selection-diagnosed');
     await runCommand('View: Hide Panel');
     await runCommand('View: Single Column Editor Layout');
+});
+
+step('Diagnose Log Folder… in the Explorer reads a torchrun --log-dir as one run', async () => {
+    await page.keyboard.press('Control+Shift+E');
+    const folder = page.locator('.explorer-folders-view .monaco-list-row', { hasText: LOG_DIR }).first();
+    await folder.click({ button: 'right' });
+    const item = page.locator('.context-view .monaco-menu .action-item', { hasText: 'Diagnose Log Folder' }).first();
+    await item.hover();
+    await page.keyboard.press('Enter');
+    const panel = resultsPanel();
+    await panel.locator('.meta', { hasText: ` log file(s) in ${LOG_DIR}` }).waitFor({ timeout: 60_000 });
+    const rank = (await panel.locator('.rank-value').innerText()).trim();
+    if (rank !== 'rank 1') {
+        throw new Error(`initiating rank of the log folder: ${rank}`);
+    }
+    await shot('10-log-folder-diagnosed');
+    // Evidence lines of the joined text open in the file they came from.
+    const first = panel.locator('ul.evidence li.root a.line-ref').first();
+    const label = (await first.innerText()).trim();
+    await first.click();
+    const [name, line] = label.split(':');
+    await page.locator('.tab.active', { hasText: name }).waitFor();
+    await page.locator('.statusbar-item', { hasText: `Ln ${line}, Col 1` }).first().waitFor();
+    await runCommand('View: Single Column Editor Layout');
+    await runCommand('View: Close Primary Side Bar');
 });
 
 step('a training script shows the GradScaler warning, its hover and a quick fix that edits the file', async () => {
@@ -220,13 +253,13 @@ step('a training script shows the GradScaler warning, its hover and a quick fix 
     await squiggle.hover({ force: true });
     const hover = page.locator('.monaco-hover', { hasText: 'TM101' }).first();
     await hover.waitFor({ state: 'visible' });
-    await shot('10-script-hover');
+    await shot('11-script-hover');
     await page.keyboard.press('Escape');
     await squiggle.click({ force: true });
     await page.keyboard.press('Control+.');
     const menu = page.locator('.action-widget:not(.action-list-submenu-panel)');
     await menu.waitFor({ state: 'visible' });
-    await shot('11-quick-fix-menu');
+    await shot('12-quick-fix-menu');
     const fix = menu.locator('.monaco-list-row', { hasText: 'Fix TM101' }).first();
     await fix.click();
     await editor.locator('.view-lines', { hasText: 'torch.amp.GradScaler("cuda")' }).waitFor();
@@ -241,7 +274,7 @@ step('a training script shows the GradScaler warning, its hover and a quick fix 
     }
     // The server checks the fixed script again: the warning goes away.
     await editor.locator('.squiggly-warning').waitFor({ state: 'detached', timeout: 15_000 });
-    await shot('12-quick-fix-applied');
+    await shot('13-quick-fix-applied');
 });
 
 step('the results panel follows a high-contrast theme', async () => {
@@ -252,12 +285,12 @@ step('the results panel follows a high-contrast theme', async () => {
     await input.fill('Dark High Contrast');
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Dark High Contrast' }).first().click();
     await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
-    await page.locator('.tab', { hasText: 'TrainMedic: amp-loss-scale' }).click();
+    await page.locator('.tab', { hasText: 'TrainMedic: ' }).first().click();
     const panel = resultsPanel();
     await panel.locator('body.vscode-high-contrast h1').waitFor();
     await panel.locator('.chart-body canvas').first().waitFor({ state: 'attached' });
     await page.waitForTimeout(300);
-    await shot('13-results-panel-high-contrast');
+    await shot('14-results-panel-high-contrast');
 });
 
 let passed = 0;

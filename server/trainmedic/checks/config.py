@@ -51,7 +51,6 @@ class Node:
 @dataclass(frozen=True)
 class ConfigDocument:
     path: str
-    text: str
     lines: list[str]
     roots: tuple[Node, ...]
 
@@ -92,7 +91,8 @@ class _JsonReader:
                           f"{where.character + 1})", where.line, where.character)
 
     def skip(self, offset: int) -> int:
-        return _WHITESPACE.match(self.text, offset).end()  # type: ignore[union-attr]
+        match = _WHITESPACE.match(self.text, offset)
+        return match.end() if match else offset
 
     def value(self, offset: int, depth: int) -> tuple[Node, int]:
         if depth > MAX_DEPTH:
@@ -174,7 +174,7 @@ def parse_json(path: str, text: str) -> ConfigDocument:
     end = reader.skip(end)
     if end != len(text):
         raise reader.fail(end, "extra data after the value")
-    return ConfigDocument(path, text, split_lines(text), (root,))
+    return ConfigDocument(path, split_lines(text), (root,))
 
 
 # --- YAML ---------------------------------------------------------------------------------------
@@ -213,4 +213,4 @@ def parse_yaml(path: str, text: str) -> ConfigDocument:
         raise CheckError(f"invalid YAML: {problem} (line {line + 1})", line) from None
     finally:
         loader.dispose()
-    return ConfigDocument(path, text, split_lines(text), tuple(roots))
+    return ConfigDocument(path, split_lines(text), tuple(roots))

@@ -27,7 +27,7 @@ class HalfModelTrained(Check):
 
     ## Why is this bad?
     With the weights themselves in float16 the optimizer adds updates to fp16 numbers: an
-    update smaller than about 1/1000 of a weight rounds away to nothing, Adam's second-moment
+    update smaller than about 1/2000 of a weight rounds away to nothing, Adam's second-moment
     state underflows, and the loss stalls or turns NaN. Mixed precision keeps float32 master
     weights and only computes in fp16.
 

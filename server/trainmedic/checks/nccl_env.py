@@ -54,6 +54,8 @@ class DeprecatedNcclEnv(Check):
                             [TextEdit(Range(at, at), "TORCH_")])
 
     def python(self, src: PythonSource) -> Iterator[CheckFinding]:
+        if not any(name in src.text for name in DEPRECATED):
+            return
         for node in _set_names(src):
             if isinstance(node, ast.keyword):
                 if node.arg in DEPRECATED:

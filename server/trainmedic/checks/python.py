@@ -24,6 +24,30 @@ _SKIP = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.IND
                    tokenize.DEDENT})
 
 
+@dataclass(frozen=True)
+class Tokens:
+    """Significant tokens of a stretch of lines (no comments, newlines or indentation)."""
+
+    items: list[tokenize.TokenInfo]
+    starts: list[Position]
+    spans: list[Range]
+
+    @classmethod
+    def read(cls, text: str, first_line: int) -> Tokens:
+        items = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                 if t.type not in _SKIP]
+        spans = [Range(Position(t.start[0] - 1 + first_line, t.start[1]),
+                       Position(t.end[0] - 1 + first_line, t.end[1])) for t in items]
+        return cls(items, [s.start for s in spans], spans)
+
+    def at_or_after(self, pos: Position) -> int:
+        return bisect_left(self.starts, pos)
+
+    def string(self, index: int) -> str:
+        """The token's text; "" past either end."""
+        return self.items[index].string if 0 <= index < len(self.items) else ""
+
+
 def split_lines(text: str) -> list[str]:
     """Lines as Python, editors and LSP count them (`\\n`, `\\r\\n` or `\\r`)."""
     return NEWLINES.split(text)
@@ -92,6 +116,8 @@ class PythonSource:
     calls: list[ast.Call] = field(default_factory=list)
     scopes: dict[ast.AST, Scope] = field(default_factory=dict)
     import_froms: list[ast.ImportFrom] = field(default_factory=list)
+    _windows: dict[tuple[int, int], Tokens] = field(default_factory=dict)
+    _names: dict[ast.expr, str | None] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, path: str, text: str) -> PythonSource:
@@ -137,12 +163,16 @@ class PythonSource:
     def qualname(self, node: ast.expr) -> str | None:
         """The imported name an expression refers to: `nn.utils.clip_grad_norm_` →
         `torch.nn.utils.clip_grad_norm_` after `import torch.nn as nn`."""
+        if node in self._names:
+            return self._names[node]
+        name = None
         if isinstance(node, ast.Name):
-            return self.imports.get(node.id)
-        if isinstance(node, ast.Attribute):
+            name = self.imports.get(node.id)
+        elif isinstance(node, ast.Attribute):
             base = self.qualname(node.value)
-            return f"{base}.{node.attr}" if base else None
-        return None
+            name = f"{base}.{node.attr}" if base else None
+        self._names[node] = name
+        return name
 
     def calls_to(self, names: Collection[str]) -> Iterator[ast.Call]:
         return (c for c in self.calls if self.qualname(c.func) in names)
@@ -192,7 +222,12 @@ class PythonSource:
         return Range(self.start(node), self.end(node))
 
     def segment(self, node: ast.expr | ast.stmt | ast.keyword) -> str:
-        return ast.get_source_segment(self.text, node) or ""
+        start, end = self.start(node), self.end(node)
+        if start.line == end.line:
+            return self.lines[start.line][start.character:end.character]
+        return self.newline.join([self.lines[start.line][start.character:],
+                                  *self.lines[start.line + 1:end.line],
+                                  self.lines[end.line][:end.character]])
 
     @cached_property
     def newline(self) -> str:
@@ -201,108 +236,115 @@ class PythonSource:
 
     # --- tokens -----------------------------------------------------------------------------
 
-    @cached_property
-    def _tokens(self) -> list[tokenize.TokenInfo]:
-        """Significant tokens (no comments, newlines or indentation), in order."""
-        tokens = tokenize.generate_tokens(io.StringIO(self.text).readline)
-        return [t for t in tokens if t.type not in _SKIP]
-
-    @cached_property
-    def _token_starts(self) -> list[Position]:
-        return [Position(t.start[0] - 1, t.start[1]) for t in self._tokens]
-
-    def _token_at_or_after(self, pos: Position) -> int:
-        return bisect_left(self._token_starts, pos)
-
-    def _span(self, index: int) -> Range:
-        token = self._tokens[index]
-        return Range(Position(token.start[0] - 1, token.start[1]),
-                     Position(token.end[0] - 1, token.end[1]))
+    def tokens(self, node: ast.expr | ast.stmt | ast.keyword) -> Tokens:
+        """The tokens of the statement around `node` (of its header, for a compound one):
+        tokenizing the whole file for every fix would cost more than the checks."""
+        stmt = node if isinstance(node, ast.stmt) else self.statement(node)
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+        last = stmt.end_lineno or stmt.lineno
+        body = getattr(stmt, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            header = body[0].lineno - 1 if body[0].lineno > stmt.lineno else \
+                body[0].end_lineno or body[0].lineno
+            if (node.end_lineno or node.lineno) <= header:
+                last = header
+        key = (first, last)
+        if key not in self._windows:
+            text = self.newline.join(self.lines[first - 1:last]) + self.newline
+            try:
+                self._windows[key] = Tokens.read(text, first - 1)
+            except (tokenize.TokenError, SyntaxError):
+                self._windows[key] = Tokens.read(self.text, 0)
+        return self._windows[key]
 
     def module_range(self, stmt: ast.ImportFrom) -> Range:
         """The dotted module name of `from a.b import c`."""
-        first = self._token_at_or_after(self.start(stmt)) + 1
+        tokens = self.tokens(stmt)
+        first = tokens.at_or_after(self.start(stmt)) + 1
         last = first
-        while self._tokens[last + 1].string != "import":
+        while tokens.string(last + 1) not in ("import", ""):
             last += 1
-        return Range(self._span(first).start, self._span(last).end)
+        return Range(tokens.spans[first].start, tokens.spans[last].end)
 
     def grouped_range(self, node: ast.expr) -> Range:
         """`node`'s range with the parentheses directly around it, when the node is the value
         of an attribute (`(loss / n).backward()`), where such parentheses only group."""
-        start = self._token_at_or_after(self.start(node)) - 1
-        end = self._token_at_or_after(self.end(node))
-        if start >= 0 and self._tokens[start].string == "(" and \
-                self._tokens[end].string == ")":
-            return Range(self._span(start).start, self._span(end).end)
+        tokens = self.tokens(node)
+        start = tokens.at_or_after(self.start(node)) - 1
+        end = tokens.at_or_after(self.end(node))
+        if start >= 0 and tokens.string(start) == "(" and tokens.string(end) == ")":
+            return Range(tokens.spans[start].start, tokens.spans[end].end)
         return self.range(node)
 
     def open_paren(self, call: ast.Call) -> int:
-        """Index of the token `(` that opens `call`'s arguments."""
-        index = self._token_at_or_after(self.end(call.func))
-        while self._tokens[index].string != "(":
+        """Index in `tokens(call)` of the `(` that opens `call`'s arguments."""
+        tokens = self.tokens(call)
+        index = tokens.at_or_after(self.end(call.func))
+        while tokens.string(index) not in ("(", ""):
             index += 1
         return index
 
     def close_paren(self, call: ast.Call) -> int:
         end = self.end(call)
-        return self._token_at_or_after(Position(end.line, end.character - 1))
+        return self.tokens(call).at_or_after(Position(end.line, end.character - 1))
 
     # --- edits ------------------------------------------------------------------------------
 
     def argument_start(self, call: ast.Call, index: int) -> Position:
         """Where positional argument `index` starts, before any parentheses around it."""
+        tokens = self.tokens(call)
         if index == 0:
-            return self._span(self.open_paren(call) + 1).start
-        token = self._token_at_or_after(self.end(call.args[index - 1]))
-        while self._tokens[token].string != ",":
+            return tokens.spans[self.open_paren(call) + 1].start
+        token = tokens.at_or_after(self.end(call.args[index - 1]))
+        while tokens.string(token) not in (",", ""):
             token += 1
-        return self._span(token + 1).start
+        return tokens.spans[token + 1].start
 
     def insert_first_argument(self, call: ast.Call, text: str) -> TextEdit:
         """`f(a)` → `f(text, a)`; `f()` → `f(text)`; a first argument on its own line keeps it."""
+        tokens = self.tokens(call)
         paren = self.open_paren(call)
-        if self._tokens[paren + 1].string == ")":
-            at = self._span(paren).end
+        if tokens.string(paren + 1) == ")":
+            at = tokens.spans[paren].end
             return TextEdit(Range(at, at), text)
-        at = self._span(paren + 1).start
+        at = tokens.spans[paren + 1].start
         return TextEdit(Range(at, at), f"{text}, ")
 
     def append_argument(self, call: ast.Call, text: str) -> TextEdit:
         """`f(a)` → `f(a, text)`; with a trailing comma, a new line in the same style."""
+        tokens = self.tokens(call)
         close = self.close_paren(call)
-        before = self._tokens[close - 1]
-        after = self._span(close - 1).end
-        if before.string == "(":
+        before = tokens.string(close - 1)
+        after = tokens.spans[close - 1].end
+        if before == "(":
             return TextEdit(Range(after, after), text)
-        if before.string == "," and before.start[0] != self._tokens[close].start[0]:
-            line = self.lines[after.line]
-            last_arg = self._span(close - 2).start.line
-            indent = _indent(self.lines[last_arg])
-            end = Position(after.line, len(line))
+        if before == "," and after.line != tokens.spans[close].start.line:
+            indent = _indent(self.lines[tokens.spans[close - 2].start.line])
+            end = Position(after.line, len(self.lines[after.line]))
             return TextEdit(Range(end, end), f"{self.newline}{indent}{text},")
-        if before.string == ",":
+        if before == ",":
             return TextEdit(Range(after, after), f" {text}")
         return TextEdit(Range(after, after), f", {text}")
 
     def delete_keyword(self, kw: ast.keyword) -> TextEdit:
         """Remove `kw` and one comma; a keyword alone on its line goes with its line."""
+        tokens = self.tokens(kw)
         start, end = self.start(kw), self.end(kw)
-        nxt = self._token_at_or_after(end)
-        prev = self._token_at_or_after(start) - 1
-        if self._tokens[nxt].string == ",":
-            comma = self._span(nxt)
+        nxt = tokens.at_or_after(end)
+        prev = tokens.at_or_after(start) - 1
+        if tokens.string(nxt) == ",":
+            comma = tokens.spans[nxt]
             rest = self.lines[comma.end.line][comma.end.character:].strip()
             if not self.lines[start.line][:start.character].strip() and \
                     (not rest or rest.startswith("#")):
                 return TextEdit(Range(Position(start.line, 0), Position(comma.end.line + 1, 0)),
                                 "")
-            if self._tokens[nxt + 1].string != ")":
-                return TextEdit(Range(start, self._span(nxt + 1).start), "")
+            if tokens.string(nxt + 1) != ")":
+                return TextEdit(Range(start, tokens.spans[nxt + 1].start), "")
             end = comma.end
-        if self._tokens[prev].string == "(":
+        if tokens.string(prev) == "(":
             return TextEdit(Range(start, end), "")
-        return TextEdit(Range(self._span(prev).start, end), "")
+        return TextEdit(Range(tokens.spans[prev].start, end), "")
 
     def starts_line(self, stmt: ast.stmt) -> bool:
         start = self.start(stmt)

@@ -15,6 +15,9 @@ from trainmedic.checks.suppress import suppressed
 SUFFIXES = {".py": "python", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell",
             ".bash": "shell"}
 MAX_FIX_PASSES = 10
+# A config that mentions none of these holds nothing the checks look at; skipping its parse
+# keeps large JSON and YAML files (lock files, data) cheap to open in the editor.
+CONFIG_WORDS = ("fp16", "bf16", "bfloat16", "mixed_precision", "loss_scale", "NCCL_")
 
 
 def file_kind(path: str) -> str | None:
@@ -27,14 +30,15 @@ def run_checks(path: str, text: str,
     """Every finding of `checks` in `text`, in file order, without suppressed ones.
 
     The kind of file comes from the suffix of `path`. Raises `CheckError` when the text does
-    not parse as that kind of file.
+    not parse as that kind of file (configs are parsed only when they mention a precision
+    setting or an NCCL variable).
     """
     kind = file_kind(path)
     found: list[CheckFinding] = []
     if kind == "python":
         src = PythonSource.parse(path, text)
         found = [f for check in checks for f in check.python(src)]
-    elif kind in ("json", "yaml"):
+    elif kind in ("json", "yaml") and any(word in text for word in CONFIG_WORDS):
         doc = parse_json(path, text) if kind == "json" else parse_yaml(path, text)
         found = [f for check in checks for f in check.config(doc)]
     elif kind == "shell":

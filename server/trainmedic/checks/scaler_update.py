@@ -16,8 +16,10 @@ class ScalerStepWithoutUpdate(Check):
 
     ## What it does
     Finds `S.step(...)` on a GradScaler `S` when the script never calls `S.update()`, or
-    calls it in the same function but outside the loop that steps (once per epoch instead of
-    once per iteration). An update in another function (a trainer's hook) counts as handled.
+    calls it in the same function but outside the training loop, the loop that runs the
+    backward pass and the step (so once per epoch instead of once per iteration). An update
+    in another function (a trainer's hook) counts as handled, and so does one after a loop
+    that only steps several optimizers.
 
     ## Why is this bad?
     `update()` is what moves the loss scale: it halves the scale after an overflow and grows
@@ -57,19 +59,20 @@ class ScalerStepWithoutUpdate(Check):
         updates: dict[str, list[ast.Call]] = defaultdict(list)
         for call, key in facts.calls_on_scaler(src, "update"):
             updates[key].append(call)
+        backwards = [c for c in src.calls
+                     if isinstance(c.func, ast.Attribute) and c.func.attr == "backward"]
         for call, key in facts.calls_on_scaler(src, "step"):
             if not call.args:
                 continue
             scope = src.scopes[call]
             local = [u for u in updates[key] if src.scopes[u] is scope]
-            loop = src.loop_of(call)
+            anchor, loop = _training_loop(src, call, backwards)
             if updates[key] and (not local or loop is None or
                                  any(src.inside(u, loop) for u in local)):
                 continue
-            stmt = src.statement(call)
             fix: list[TextEdit] | None = None
-            if src.alone_on_line(stmt):
-                fix = [src.insert_line_after(stmt, f"{key}.update()")]
+            if src.alone_on_line(anchor):
+                fix = [src.insert_line_after(anchor, f"{key}.update()")]
                 for update in local:
                     outer = src.statement(update)
                     if not _removable(src, outer, update):
@@ -82,6 +85,17 @@ class ScalerStepWithoutUpdate(Check):
                 f"{key}.update() runs outside the loop that calls {key}.step(): the loss " \
                 "scale moves once per pass over the loop instead of once per step"
             yield self.finding(src.range(call), message, fix)
+
+
+def _training_loop(src: PythonSource, call: ast.Call, backwards: list[ast.Call]
+                   ) -> tuple[ast.stmt, ast.For | ast.AsyncFor | ast.While | None]:
+    """The loop around the step that also runs a backward pass (a loop over optimizers is
+    not it), and the statement in it that holds the step, where an update belongs after."""
+    anchor: ast.stmt = src.statement(call)
+    loop = src.loop_of(call)
+    while loop is not None and not any(src.inside(b, loop) for b in backwards):
+        anchor, loop = loop, src.loop_of(loop)
+    return anchor, loop
 
 
 def _removable(src: PythonSource, stmt: ast.stmt, call: ast.Call) -> bool:

@@ -36,12 +36,11 @@ def code_part(line: str) -> str:
 @dataclass(frozen=True)
 class ShellScript:
     path: str
-    text: str
     lines: list[str]
 
     @classmethod
     def parse(cls, path: str, text: str) -> ShellScript:
-        return cls(path, text, split_lines(text))
+        return cls(path, split_lines(text))
 
     def matches(self, pattern: re.Pattern[str]) -> Iterator[tuple[int, re.Match[str]]]:
         """(line, match) for every match in the code part of each line."""

@@ -28,22 +28,13 @@ SEVERITIES = {
 
 
 @dataclass(frozen=True)
-class Mark:
-    """A diagnosed line: the finding it is evidence for, and whether it is the root-cause line."""
-
-    finding: Finding
-    line: Line
-    root: bool
-
-
-@dataclass(frozen=True)
 class Published:
-    """What the server last published on a document; hovers read `marks` (by editor line)."""
+    """What the server last published on a document; hovers read `findings_at` (by line)."""
 
     diagnosis: Diagnosis
     catalogue: Catalogue
     diagnostics: tuple[types.Diagnostic, ...]
-    marks: dict[int, tuple[Mark, ...]]
+    findings_at: dict[int, tuple[Finding, ...]]
 
 
 def root_cause(diagnosis: Diagnosis) -> tuple[Finding, Line] | None:
@@ -106,7 +97,7 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, text: str,
     severity = SEVERITIES[collateral]
     root = root_cause(diagnosis)
     diagnostics: list[types.Diagnostic] = []
-    marks: dict[int, list[Mark]] = {}
+    findings_at: dict[int, list[Finding]] = {}
 
     related: list[types.DiagnosticRelatedInformation] | None = None
 
@@ -120,7 +111,9 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, text: str,
             severity=types.DiagnosticSeverity.Error if is_root else severity,
             code_description=types.CodeDescription(href=ENTRY_URL.format(rule.id)),
             related_information=None if is_root else related, data=data))
-        marks.setdefault(where.start.line, []).append(Mark(finding, line, is_root))
+        here = findings_at.setdefault(where.start.line, [])
+        if finding not in here:
+            here.append(finding)
 
     tail = " (no root cause was found in this text)"
     initiating = diagnosis.initiating_rank
@@ -146,4 +139,4 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, text: str,
                 message = f"Collateral{_on(rank)}: {title}{tail}"
             add(finding, line, message, False)
     return Published(diagnosis, catalogue, tuple(diagnostics),
-                     {n: tuple(m) for n, m in marks.items()})
+                     {n: tuple(f) for n, f in findings_at.items()})

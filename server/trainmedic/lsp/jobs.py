@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from trainmedic.backends import matcher_for
 from trainmedic.catalogue import Catalogue
 from trainmedic.engine import diagnose
 from trainmedic.events import Matcher
@@ -107,7 +108,7 @@ async def run(ls: TrainmedicServer, text: str, path: str, cancel: threading.Even
     if catalogue is None:
         catalogue, matcher = ls.rules.current()
     else:
-        matcher = Matcher(catalogue)
+        matcher = matcher_for(catalogue)
     if text.count("\n") < LARGE_LINES:
         return _diagnose(text, path, catalogue, matcher, cancel, lambda p: None), catalogue
     async with _progress(ls, title, cancel) as report:

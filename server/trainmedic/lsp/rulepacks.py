@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from trainmedic.backends import matcher_for
 from trainmedic.catalogue import Catalogue, RuleError, bundled, load_pack
 from trainmedic.events import Matcher
 
@@ -50,7 +51,8 @@ def layered(base: Catalogue, directories: Iterable[Path],
 
 
 class RulePacks:
-    """Bundled rules and configured packs, with the matcher compiled for them."""
+    """Bundled rules and configured packs, with the matcher compiled for them (the native
+    backend when it is installed, as in the CLI)."""
 
     def __init__(self, report: Callable[[RuleError], None]) -> None:
         self.report = report
@@ -84,5 +86,5 @@ class RulePacks:
     def reload(self) -> tuple[Catalogue, Matcher]:
         self._stamp = stamp(self.directories)
         catalogue = layered(self.bundled, self.directories, self.report)
-        self._current = (catalogue, Matcher(catalogue))
+        self._current = (catalogue, matcher_for(catalogue))
         return self._current

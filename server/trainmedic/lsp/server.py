@@ -150,8 +150,6 @@ class TrainmedicServer(LanguageServer):
                 result = handler(params)
                 if inspect.isawaitable(result):
                     result = await result
-            except asyncio.CancelledError:
-                raise
             except Exception:
                 logger.exception("%s handler %s failed", method, _name(handler))
                 continue

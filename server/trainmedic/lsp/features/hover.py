@@ -11,13 +11,12 @@ from trainmedic.render import finding_markdown
 def register(ls: TrainmedicServer) -> None:
     def hover(params: types.HoverParams) -> types.Hover | None:
         published = ls.published.get(params.text_document.uri)
-        marks = published.marks.get(params.position.line, ()) if published else ()
-        if not marks or published is None:
-            return None
-        seen = dict.fromkeys(mark.finding for mark in marks)  # one entry per finding, in order
-        text = "\n\n---\n\n".join(finding_markdown(finding, published.diagnosis,
-                                                   published.catalogue) for finding in seen)
         line = params.position.line
+        findings = published.findings_at.get(line) if published else None
+        if published is None or not findings:
+            return None
+        text = "\n\n---\n\n".join(finding_markdown(finding, published.diagnosis,
+                                                   published.catalogue) for finding in findings)
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
             range=types.Range(start=types.Position(line=line, character=0),

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 import uuid
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import to_fs_path
 
 from trainmedic.lsp.server import RULES_CHANGED, SETTINGS_CHANGED, TrainmedicServer
 from trainmedic.render import rule_markdown
@@ -89,7 +91,9 @@ def register(ls: TrainmedicServer) -> None:
         await watcher.sync()
 
     async def files_changed(params: types.DidChangeWatchedFilesParams) -> None:
-        if ls.rules.changed():
+        paths = [Path(p) for p in (to_fs_path(c.uri) for c in params.changes) if p]
+        packs = [d.absolute() for d in ls.rules.directories]
+        if any(pack in path.absolute().parents for path in paths for pack in packs):
             ls.rules.reload()
             logger.info("rule packs changed on disk: reloaded")
             await ls.dispatch(RULES_CHANGED, None)

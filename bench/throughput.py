@@ -1,0 +1,108 @@
+"""Throughput of the whole diagnosis on a large multi-rank log, against grep tools and cat.
+
+Usage: python bench/throughput.py [--mb 1024] [--log PATH]
+
+Generates (once, cached in the temp folder) a realistic log of 256 interleaved ranks with
+bench/make_log.py, then times in this one run: `trainmedic diagnose` with each available
+matcher backend, `rg -c -f` and `grep -E -c -f` over the catalogue's own fingerprint patterns
+(translated to each tool's dialect; lookarounds dropped and counted repeats over 100 loosened
+to * and +, which only makes them match more),
+and `cat`. Prints MB/s, peak RSS and the ratio to ripgrep (or to grep when rg is missing).
+Install ripgrep with `apt-get install ripgrep` to get its column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from trainmedic import fast
+from trainmedic.catalogue import bundled
+
+HERE = Path(__file__).resolve().parent
+MEASURE = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+with open(sys.argv[1], "wb") as sink:
+    code = subprocess.run(sys.argv[2:], stdout=sink, stderr=subprocess.DEVNULL).returncode
+seconds = time.perf_counter() - start
+print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)
+"""
+
+
+def patterns(dialect: str) -> str:
+    """The catalogue's fingerprints in `dialect` ("rust" for rg, "ere" for grep -E)."""
+    out = []
+    for rule in bundled().rules:
+        for fp in rule.fingerprints:
+            text = re.sub(r"\(\?<?[=!][^()]*(?:\([^()]*\)[^()]*)*\)", "", fp.pattern)
+            text = text.replace("(?P<", "(?<") if dialect == "rust" else text
+            # Large counted repeats explode the tools' automata: loosen them to * and +.
+            text = re.sub(r"\{0,(\d{3,})\}\??", "*", text)
+            text = re.sub(r"\{1,(\d{3,})\}\??", "+", text)
+            if dialect == "ere":
+                text = re.sub(r"([*+?}])\?", r"\1", text)
+                text = re.sub(r"\(\?P?<\w+>", "(", text).replace("(?:", "(")
+                text = re.sub(r"\(\?i:", "(", text)
+                text = (text.replace(r"\d", "[0-9]").replace(r"\w", "[A-Za-z0-9_]")
+                        .replace(r"\s", "[[:space:]]").replace(r"\S", "[^[:space:]]")
+                        .replace(r"\b", "").replace("$", ""))
+            out.append(text)
+    return "\n".join(out) + "\n"
+
+
+def measure(command: list[str]) -> tuple[float, int]:
+    done = subprocess.run([sys.executable, "-c", MEASURE, "/dev/null", *command],
+                          capture_output=True, text=True, check=True)
+    seconds, rss_kb, _ = done.stdout.split()
+    return float(seconds), int(rss_kb)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mb", type=int, default=1024)
+    parser.add_argument("--log", type=Path)
+    args = parser.parse_args()
+    log = args.log or Path(tempfile.gettempdir()) / f"trainmedic-bench-{args.mb}mb.log"
+    if not log.exists():
+        subprocess.run([sys.executable, str(HERE / "make_log.py"), str(log), str(args.mb)],
+                       check=True)
+    size_mb = log.stat().st_size / 1e6
+    work = Path(tempfile.mkdtemp())
+    (work / "rust.txt").write_text(patterns("rust"))
+    (work / "ere.txt").write_text(patterns("ere"))
+    runs: dict[str, list[str]] = {"cat": ["cat", str(log)]}
+    if shutil.which("rg"):
+        runs["rg -c -f"] = ["rg", "-c", "-f", str(work / "rust.txt"), str(log)]
+    runs["grep -E -c -f"] = ["grep", "-E", "-c", "-f", str(work / "ere.txt"), str(log)]
+    backends = ["python"] + (["hyperscan"] if fast.available() else [])
+    for backend in backends:
+        runs[f"trainmedic ({backend})"] = [sys.executable, "-m", "trainmedic", "diagnose",
+                                           str(log), "--backend", backend, "--format", "json"]
+    results = {name: measure(command) for name, command in runs.items()}
+    reference = "rg -c -f" if "rg -c -f" in results else "grep -E -c -f"
+    ref_speed = size_mb / results[reference][0]
+    print(f"log: {log} ({size_mb:.0f} MB, 256 ranks); reference: {reference}")
+    print(f"{'command':<24} {'seconds':>8} {'MB/s':>8} {'peak RSS':>10} {'vs ' + reference:>16}")
+    for name, (seconds, rss_kb) in results.items():
+        speed = size_mb / seconds
+        print(f"{name:<24} {seconds:8.2f} {speed:8.1f} {rss_kb / 1024:8.1f} MB "
+              f"{speed / ref_speed:15.2f}x")
+    check = subprocess.run(runs[f"trainmedic ({backends[-1]})"], capture_output=True, text=True,
+                           check=True)
+    result = json.loads(check.stdout)
+    print(f"diagnosis: {result['diagnoses'][0]['rule_id']}, initiating rank "
+          f"{result['initiating_rank']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

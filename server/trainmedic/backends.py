@@ -1,0 +1,24 @@
+"""Which matcher backend runs: the native one when installed, else pure Python."""
+
+from __future__ import annotations
+
+from trainmedic.catalogue import Catalogue
+from trainmedic.events import Matcher
+
+BACKENDS = ("auto", "python", "hyperscan")
+
+
+class BackendError(Exception):
+    """A backend was asked for by name but cannot run here."""
+
+
+def matcher_for(catalogue: Catalogue, backend: str = "auto") -> Matcher:
+    """The matcher for `backend`; "auto" takes Hyperscan when it is installed."""
+    from trainmedic import fast
+
+    if backend == "python" or (backend == "auto" and not fast.available()):
+        return Matcher(catalogue)
+    if not fast.available():
+        raise BackendError("the hyperscan backend is not installed "
+                           "(pip install 'trainmedic[fast]')")
+    return fast.HyperscanMatcher(catalogue)

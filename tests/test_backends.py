@@ -1,0 +1,41 @@
+"""Every matcher backend gives the same findings, evidence and ranks on the whole corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainmedic import fast
+from trainmedic.backends import BackendError, matcher_for
+from trainmedic.catalogue import bundled
+from trainmedic.engine import diagnose
+from trainmedic.inputs import opened
+from trainmedic.render import to_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+CATALOGUE = bundled()
+LOGS = sorted(CORPUS.glob("*/*.log")) + [ROOT / "examples" / "fp16-loss-scale-4ranks.log"]
+
+
+def test_python_backend_is_always_there() -> None:
+    assert matcher_for(CATALOGUE, "python").name == "python-re"
+
+
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_backends_agree(path: Path) -> None:
+    results = []
+    for backend in ("python", "hyperscan"):
+        with opened([str(path)]) as streams:
+            diagnosis = diagnose(streams, CATALOGUE, matcher_for(CATALOGUE, backend))
+        results.append(to_dict(diagnosis, CATALOGUE))
+    assert results[0] == results[1]
+
+
+def test_asking_for_a_missing_backend_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast, "available", lambda: False)
+    with pytest.raises(BackendError, match=r"pip install 'trainmedic\[fast\]'"):
+        matcher_for(CATALOGUE, "hyperscan")
+    assert matcher_for(CATALOGUE, "auto").name == "python-re"
