@@ -16,7 +16,7 @@ from trainmedic.render import to_dict
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
 CATALOGUE = bundled()
-LOGS = sorted(CORPUS.glob("*/*.log")) + [ROOT / "examples" / "fp16-loss-scale-4ranks.log"]
+LOGS = [*sorted(CORPUS.glob("*/*.log")), ROOT / "examples" / "fp16-loss-scale-4ranks.log"]
 
 
 def test_python_backend_is_always_there() -> None:

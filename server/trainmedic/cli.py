@@ -90,11 +90,10 @@ def _catalogue(rule_dirs: Sequence[str]):  # type: ignore[no-untyped-def]
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
+    from trainmedic.backends import matcher_for
     from trainmedic.engine import diagnose
     from trainmedic.inputs import expand, opened
     from trainmedic.render import render_json, render_text
-
-    from trainmedic.backends import matcher_for
 
     catalogue = _catalogue(args.rules)
     matcher = matcher_for(catalogue, args.backend)
