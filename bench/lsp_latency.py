@@ -30,6 +30,7 @@ from trainmedic.engine import diagnose_text
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "lsp"
 SERVER = (sys.executable, "-m", "trainmedic", "lsp")
+STARTS = 10
 CAPABILITIES = types.ClientCapabilities(
     window=types.WindowClientCapabilities(work_done_progress=True),
     text_document=types.TextDocumentClientCapabilities(
@@ -106,11 +107,11 @@ async def stop(client: LanguageClient) -> None:
 async def main(runs: int) -> None:
     root = FIXTURES
     starts = []
-    for _ in range(5):
+    for _ in range(STARTS):
         client, elapsed = await start(root)
         starts.append(elapsed)
         await stop(client)
-    print(f"start to initialize answered      {percentiles(starts)}   (5 starts)")
+    print(f"start to initialize answered      {percentiles(starts)}   ({STARTS} starts)")
 
     client, _ = await start(root)
     catalogue = bundled()

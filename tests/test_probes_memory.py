@@ -108,3 +108,16 @@ def test_the_host_allocation_message_is_one_the_catalogue_knows() -> None:
     text = f"RuntimeError: {caught.value}\n"
     found = [f.rule_id for f in diagnose_text(text, bundled()).findings]
     assert found[:1] == ["host-oom-killed"]
+
+
+def test_the_new_variable_alone_is_flagged_on_torch_2_9(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.setenv("PYTORCH_ALLOC_CONF", "expandable_segments:True")
+    report = Report()
+    memory._report_allocator_config(report, "2.9.1+cu128")
+    assert report.failed == 1
+    assert "PYTORCH_CUDA_ALLOC_CONF as well" in capsys.readouterr().out
+    report = Report()
+    memory._report_allocator_config(report, "2.13.0")
+    assert report.failed == 0

@@ -224,7 +224,16 @@ def cmd_rules_validate(args: argparse.Namespace) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     from trainmedic.probes import PROBES
 
-    return int(PROBES[args.name].run())
+    import inspect
+
+    run = PROBES[args.name].run
+    if args.target is None:
+        return int(run())
+    if not inspect.signature(run).parameters:
+        return _fail(f"probe {args.name} takes no file argument", EXIT_USAGE)
+    if not Path(args.target).exists():
+        return _fail(f"{args.target}: no such file or directory", EXIT_INPUT)
+    return int(run(args.target))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -333,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES, formatter_class=_Formatter)
     probe.add_argument("name", choices=sorted(PROBES), metavar="NAME",
                        help="one of: " + ", ".join(sorted(PROBES)))
+    probe.add_argument("target", nargs="?", metavar="FILE",
+                       help="a file to check, for probes that take one "
+                            "(checkpoint: your own checkpoint file)")
     probe.set_defaults(func=cmd_probe)
 
     check = commands.add_parser(

@@ -194,7 +194,8 @@ step('a failed terminal command whose output matches a root cause offers its dia
     // A terminal of its own, used once its shell (and its shell integration) is up.
     await runCommand('Terminal: Create New Terminal');
     await page.locator('.terminal-wrapper.active .xterm-rows', { hasText: '# ' }).waitFor();
-    await page.waitForTimeout(1000);
+    // Shell integration marks each prompt with a decoration once it is active.
+    await page.locator('.terminal-wrapper.active .terminal-command-decoration').first().waitFor({ state: 'attached' });
     await page.keyboard.type(`cat ${LOG} && false`);
     await page.keyboard.press('Enter');
     const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'failed: Mixed precision loss scale' }).first();
@@ -216,6 +217,9 @@ step('Diagnose Terminal Selection diagnoses what is selected in the terminal', a
     if ((await resultsPanel().locator('.rank-value').innerText()).trim() !== 'rank 0') {
         throw new Error('the terminal selection’s diagnosis does not name rank 0');
     }
+    // The last command's output, asked for from the palette.
+    await runCommand('TrainMedic: Diagnose Last Command Output');
+    await resultsPanel().locator('.meta', { hasText: `the output of “cat ${LOG} && false”, exit code 1` }).waitFor();
     await shot('09-terminal-selection-diagnosed');
     await runCommand('View: Hide Panel');
     await runCommand('View: Single Column Editor Layout');
@@ -246,6 +250,19 @@ step('Diagnose Log Folder… in the Explorer reads a torchrun --log-dir as one r
     await runCommand('View: Close Primary Side Bar');
 });
 
+step('Show Catalogue Entry… opens an entry of the catalogue', async () => {
+    const input = await quickInput('Control+Shift+P');
+    await input.fill('>TrainMedic: Show Catalogue Entry');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'TrainMedic: Show Catalogue Entry' }).first().click();
+    await page.locator('.quick-input-widget input[placeholder="Type a failure, a symptom or a rule id"]').waitFor();
+    await input.fill('amp-bf16-vs-fp16');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'amp-bf16-vs-fp16' }).first().click();
+    await page.locator('.tab', { hasText: 'amp-bf16-vs-fp16' }).first().waitFor();
+    await shot('11-catalogue-entry');
+    await runCommand('View: Close All Editor Groups');
+    await openFile(LOG);
+});
+
 step('a training script shows the GradScaler warning, its hover and a quick fix that edits the file', async () => {
     const editor = await openFile(SCRIPT);
     const squiggle = editor.locator('.squiggly-warning').first();
@@ -253,13 +270,13 @@ step('a training script shows the GradScaler warning, its hover and a quick fix 
     await squiggle.hover({ force: true });
     const hover = page.locator('.monaco-hover', { hasText: 'TM101' }).first();
     await hover.waitFor({ state: 'visible' });
-    await shot('11-script-hover');
+    await shot('12-script-hover');
     await page.keyboard.press('Escape');
     await squiggle.click({ force: true });
     await page.keyboard.press('Control+.');
     const menu = page.locator('.action-widget:not(.action-list-submenu-panel)');
     await menu.waitFor({ state: 'visible' });
-    await shot('12-quick-fix-menu');
+    await shot('13-quick-fix-menu');
     const fix = menu.locator('.monaco-list-row', { hasText: 'Fix TM101' }).first();
     await fix.click();
     await editor.locator('.view-lines', { hasText: 'torch.amp.GradScaler("cuda")' }).waitFor();
@@ -274,7 +291,7 @@ step('a training script shows the GradScaler warning, its hover and a quick fix 
     }
     // The server checks the fixed script again: the warning goes away.
     await editor.locator('.squiggly-warning').waitFor({ state: 'detached', timeout: 15_000 });
-    await shot('13-quick-fix-applied');
+    await shot('14-quick-fix-applied');
 });
 
 step('the results panel follows a high-contrast theme', async () => {
@@ -290,7 +307,7 @@ step('the results panel follows a high-contrast theme', async () => {
     await panel.locator('body.vscode-high-contrast h1').waitFor();
     await panel.locator('.chart-body canvas').first().waitFor({ state: 'attached' });
     await page.waitForTimeout(300);
-    await shot('14-results-panel-high-contrast');
+    await shot('15-results-panel-high-contrast');
 });
 
 let passed = 0;

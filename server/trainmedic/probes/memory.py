@@ -61,7 +61,7 @@ def expandable_segments_on(settings: dict[str, str]) -> bool:
     return False
 
 
-def _report_allocator_config(report: Report) -> None:
+def _report_allocator_config(report: Report, torch_version: str | None) -> None:
     settings = allocator_settings()
     if settings:
         for name, value in settings.items():
@@ -72,6 +72,12 @@ def _report_allocator_config(report: Report) -> None:
         "on" if expandable_segments_on(settings) else
         "off (for OOMs with large 'reserved but unallocated' memory set "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"))
+    only_new_name = ("PYTORCH_ALLOC_CONF" in settings
+                     and "PYTORCH_CUDA_ALLOC_CONF" not in settings)
+    if only_new_name and (torch_version or "").startswith("2.9."):
+        report.check(False, f"torch {torch_version} ignores expandable_segments given only as "
+                     "PYTORCH_ALLOC_CONF on CUDA (pytorch/pytorch#183387): set "
+                     "PYTORCH_CUDA_ALLOC_CONF as well")
 
 
 def _gpu(report: Report, torch: ModuleType) -> None:
@@ -86,7 +92,9 @@ def _gpu(report: Report, torch: ModuleType) -> None:
         report.info(
             f"cuda:{index} {torch.cuda.get_device_name(index)}: {_size(free)} free of "
             f"{_size(total)}; this process: {_size(allocated)} allocated, {_size(reserved)} "
-            f"reserved ({_size(reserved - allocated)} reserved but unallocated), "
+            f"reserved ({_size(reserved - allocated)} reserved but unallocated, "
+            f"{_size(stats.get('inactive_split_bytes.all.current', 0))} in split inactive "
+            "blocks), "
             f"{stats.get('num_ooms', 0)} OOMs, {stats.get('num_alloc_retries', 0)} alloc retries")
         report.check(free >= HEADROOM_FRACTION * total,
                      f"cuda:{index} has {_size(free)} free ({100 * free / total:.0f}%): "
@@ -254,7 +262,7 @@ def run() -> int:
             report.skip("no GPU visible (torch.cuda.is_available() is False): GPU free memory, "
                         "allocator stats and the OOM experiment were not checked here; run "
                         "`trainmedic probe memory` on the training node. Checking host memory.")
-    _report_allocator_config(report)
+    _report_allocator_config(report, str(torch.__version__) if torch is not None else None)
     _host(report)
     if torch is None:
         return CANNOT_CHECK
