@@ -222,9 +222,9 @@ def cmd_rules_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    from trainmedic.probes import PROBES
-
     import inspect
+
+    from trainmedic.probes import PROBES
 
     run = PROBES[args.name].run
     if args.target is None:
@@ -251,21 +251,8 @@ def cmd_lsp(args: argparse.Namespace) -> int:
     return serve()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from trainmedic.probes import PROBES
-
-    parser = argparse.ArgumentParser(
-        prog="trainmedic",
-        description="Diagnose failed ML training runs from their logs, locally.",
-        epilog=EXIT_CODES, formatter_class=_Formatter)
-    parser.add_argument("--version", action="version", version=f"trainmedic {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    rules_option = argparse.ArgumentParser(add_help=False)
-    rules_option.add_argument(
-        "--rules", action="append", default=[], metavar="DIR",
-        help="a rule pack directory to add to (or override) the bundled catalogue; repeatable")
-
+def _add_diagnose(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+                  rules_option: argparse.ArgumentParser) -> None:
     diagnose = commands.add_parser(
         "diagnose", parents=[rules_option], help="diagnose training logs",
         description=DIAGNOSE_HELP, epilog=EXIT_CODES, formatter_class=_Formatter)
@@ -287,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
                                "skipped with a warning. Default: everything")
     diagnose.set_defaults(func=cmd_diagnose)
 
+
+def _add_watch(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+               rules_option: argparse.ArgumentParser) -> None:
     watch = commands.add_parser(
         "watch", parents=[rules_option], help="follow growing logs until a root cause appears",
         description="Follow log files or a torchrun --log-dir while the job runs, reading only "
@@ -305,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--no-redact", action="store_true", help="as for diagnose")
     watch.set_defaults(func=cmd_watch)
 
+
+def _add_rules(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+               rules_option: argparse.ArgumentParser) -> None:
     doctor = commands.add_parser(
         "doctor", parents=[rules_option], help="what trainmedic runs with here",
         description="Print the version, the catalogue, the matcher backend in use and whether "
@@ -333,6 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("dirs", nargs="+", metavar="DIR")
     validate.set_defaults(func=cmd_rules_validate)
 
+
+def _add_probe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from trainmedic.probes import PROBES
+
     probe = commands.add_parser(
         "probe", help="run a verification probe on this machine",
         description="Small real experiments that verify a fix on this machine's torch and "
@@ -347,6 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "(checkpoint: your own checkpoint file)")
     probe.set_defaults(func=cmd_probe)
 
+
+def _add_check_and_lsp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     check = commands.add_parser(
         "check", help="check training scripts and configs for risky lines",
         description=CHECK_HELP, epilog=EXIT_CODES, formatter_class=_Formatter)
@@ -366,6 +365,24 @@ def build_parser() -> argparse.ArgumentParser:
                     "stdin/stdout. Editors start it; there is nothing to type.",
         epilog=EXIT_CODES, formatter_class=_Formatter)
     lsp.set_defaults(func=cmd_lsp)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trainmedic",
+        description="Diagnose failed ML training runs from their logs, locally.",
+        epilog=EXIT_CODES, formatter_class=_Formatter)
+    parser.add_argument("--version", action="version", version=f"trainmedic {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    rules_option = argparse.ArgumentParser(add_help=False)
+    rules_option.add_argument(
+        "--rules", action="append", default=[], metavar="DIR",
+        help="a rule pack directory to add to (or override) the bundled catalogue; repeatable")
+    _add_diagnose(commands, rules_option)
+    _add_watch(commands, rules_option)
+    _add_rules(commands, rules_option)
+    _add_probe(commands)
+    _add_check_and_lsp(commands)
     return parser
 
 

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from trainmedic.probes import amp
-from trainmedic.probes import distributed
-from trainmedic.probes import port
+from trainmedic.probes import (
+    amp,
+    checkpoint,
+    cuda,
+    dataloader,
+    distributed,
+    memory,
+    model,
+    numerics,
+    port,
+)
 from trainmedic.probes import compile as compile_probe
-from trainmedic.probes import cuda
-from trainmedic.probes import numerics
-from trainmedic.probes import checkpoint
-from trainmedic.probes import dataloader
-from trainmedic.probes import memory
-from trainmedic.probes import model
 
 PROBES: dict[str, ModuleType] = {
     "amp": amp,
