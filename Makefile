@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint catalogue bench clean
+.PHONY: demo test lint pytest extension e2e catalogue bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,16 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)  ## diagnose the bundled example log
 	$(BIN)/trainmedic diagnose examples/fp16-loss-scale-4ranks.log
 
-test: $(STAMP) lint  ## every check and test
+test: lint pytest extension e2e  ## every check and test: Python, the extension, VS Code end to end
+
+pytest: $(STAMP)
 	$(BIN)/python -m pytest
+
+extension:  ## the VS Code extension: type check, eslint (zero warnings), unit tests
+	cd extension && npm ci --no-audit --no-fund --loglevel=error && npm test
+
+e2e: $(STAMP)  ## the extension in a real VS Code (code-server + headless Chromium)
+	PYTHON=$(PYTHON) bash extension/scripts/e2e.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check server tests bench
@@ -25,8 +33,13 @@ lint: $(STAMP)
 catalogue: $(STAMP)  ## recompile rules/ into the bundled JSON catalogue
 	$(BIN)/python -m trainmedic.compile_catalogue
 
-bench: $(STAMP)
+bench: $(STAMP)  ## accuracy and speed figures
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/corpus.py
+	$(BIN)/python bench/initiating_rank.py
+	$(BIN)/python bench/catalogue_load.py
+	$(BIN)/python bench/lsp_latency.py
+	$(BIN)/python bench/check_speed.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -34,6 +34,8 @@ CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
         ("Epoch 0:  12%|█▏        | 120/1000 [00:10<01:20, 11.0it/s, loss=nan, v_num=0]",
          {"loss": math.nan}, None),
         ("iter 100: loss 4.2350, time 12.31ms, mfu 3.20%", {"loss": 4.235}, 100),
+        ("[rank 0] step 19 loss=13159763968.0000 scale=0.125",
+         {"loss": 13159763968.0, "loss_scale": 0.125}, 19),
         ("[default1]:2026-11-29 18:30:52,793 INFO [rank1] train: step 1/20 loss=1.4599 "
          "avg_loss=1.4720", {"loss": 1.4599}, 1),
         ("2023-06-15 04:03:40,870 - mmdet - INFO - Epoch [1][50/3862]\tlr: 4.915e-05, "

@@ -11,7 +11,8 @@
 #
 # Environment: TRAINMEDIC_E2E_CACHE (default /opt/trainmedic-e2e), TRAINMEDIC_E2E_ARTIFACTS
 # (screenshots; default <repo>/tests/artifacts/e2e), PYTHON (Python 3.10+ that bundles the
-# server's libraries and runs the server; default python3), E2E_KEEP=1 keeps the run folder.
+# server's libraries and runs the server; default python3), E2E_KEEP=1 keeps the run folder,
+# UPDATE_README_SHOT=1 saves the results panel screenshot as media/panel.png for the README.
 set -euo pipefail
 
 EXT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -126,8 +127,10 @@ say "code-server on port $PORT ($((SECONDS - started)) s so far)"
 # --- 5. The UI test ------------------------------------------------------------------------
 mkdir -p "$ARTIFACTS"
 status=0
+README_SHOT=""
+if [ "${UPDATE_README_SHOT:-0}" = 1 ]; then README_SHOT="$EXT/media/panel.png"; fi
 CS_URL="http://127.0.0.1:$PORT" WORKSPACE="$RUN/workspace" ARTIFACTS="$ARTIFACTS" PROFILE="$RUN/chromium" \
-    CHROMIUM="$CHROMIUM" README_SHOT="$EXT/media/panel.png" \
+    CHROMIUM="$CHROMIUM" README_SHOT="$README_SHOT" \
     node "$EXT/test/e2e/ui.test.mjs" || status=$?
 if [ "$status" != 0 ]; then
     say "code-server log: $RUN/code-server.log"

@@ -208,7 +208,9 @@ export class Commands implements vscode.Disposable {
             );
         }
         if (output.text.trim() === '') {
-            throw new UserError(`${commandName(output)} printed nothing to diagnose.`);
+            throw new UserError(
+                `no output of ${commandName(output)} reached TrainMedic: select it in the terminal and run "TrainMedic: Diagnose Terminal Selection".`,
+            );
         }
         const origin = this.commandOrigin(output);
         this.present({ result: await this.requestDiagnosis({ text: output.text }, origin), origin, locate: nowhere });

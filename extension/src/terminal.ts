@@ -58,6 +58,7 @@ export class TerminalWatcher implements vscode.Disposable {
         }
     }
 
+    /** Called as soon as the command starts: VS Code streams only the output written after read(). */
     private read(execution: vscode.TerminalShellExecution): Reading {
         const buffer = new TailBuffer(OUTPUT_LIMIT);
         const done = (async () => {

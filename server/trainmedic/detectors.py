@@ -52,7 +52,9 @@ class Detector:
     name: str
     params: Mapping[str, float]
     lines: list[Line] = field(default_factory=list)
+    steps: list[float] = field(default_factory=list)  # the x of each kept line
     fired: bool = False
+    _x: float = 0.0
     _count: int = 0
     _run: int = 0
     _last: float | None = None
@@ -65,8 +67,11 @@ class Detector:
         self.fired = True
         if len(self.lines) < EVIDENCE_KEPT and line not in self.lines:
             self.lines.append(line)
+            self.steps.append(self._x)
 
     def feed(self, sample: Sample, line: Line) -> None:
+        """One sample in order; its x (step, else line number) marks the anomaly on a plot."""
+        self._x = float(sample.step) if sample.step is not None else float(line.number)
         getattr(self, "_" + self.name.replace("-", "_"))(sample, line)
 
     def _non_finite(self, value: float | None, line: Line) -> None:

@@ -33,6 +33,7 @@ _PAIR = re.compile(
     r"(?P<value>" + _NUMBER + r")(?![\w.])"
 )
 _PLAIN_STEP = re.compile(r"(?i)\b(?:step|iter|iteration)\s{1,8}(\d{1,12})\b")
+_BARE_SCALE = re.compile(r"(?<![\w.])scale\s{0,3}[:=]\s{0,3}(" + _NUMBER + r")(?![\w.])")
 _PLAIN_LOSS = re.compile(r"(?i)\bloss\s{1,3}(" + _NUMBER + r")(?![\w.])")
 _OVERFLOW = re.compile(
     r"(?:Attempted loss scale: [0-9.eE+-]{1,30}, reducing to|reducing loss scale to) "
@@ -87,6 +88,11 @@ def parse_sample(body: str) -> Sample | None:
             skipped = int(value) if math.isfinite(value) else 0
         else:
             values.setdefault(name, value)
+    if "loss" in values and "loss_scale" not in values and (
+            bare := _BARE_SCALE.search(body)) is not None:
+        scale = _float(bare.group(1))
+        if scale is not None:
+            values["loss_scale"] = scale  # `scale=` printed beside a loss is the loss scale
     overflow = _OVERFLOW.search(body)
     if overflow:
         scale = _float(overflow.group("scale"))

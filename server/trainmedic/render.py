@@ -36,6 +36,7 @@ def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[st
                      for ln in finding.evidence],
         "fix": rule.fix,
         "verify": rule.verify_command,
+        "related": list(rule.related),
     }
 
 
@@ -216,7 +217,7 @@ def rule_markdown(rule: Rule) -> str:
         rule.summary,
         "## Symptoms", bullets(rule.symptoms),
         "## Root causes", bullets(rule.causes),
-        "## Fix", rule.fix,
+        "## Fix", f"```text\n{rule.fix}\n```",
         "## Prevention", bullets(rule.prevention),
         "## Verify", f"```sh\n{rule.verify_command}\n```\n{rule.verify_explains}",
         "## Affected systems", bullets(rule.affected_systems),

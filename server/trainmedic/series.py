@@ -106,10 +106,10 @@ class MetricSeries:
                 continue
             metric = _metric_of(key[0])
             kept = anomalies.setdefault(metric, [])
-            for line in detector.lines:
+            for line, x in zip(detector.lines, detector.steps, strict=True):
                 if len(kept) < ANOMALIES_KEPT:
                     kept.append({"detector": key[0], "rank": line.rank, "path": line.path,
-                                 "line": line.number})
+                                 "line": line.number, "x": x})
         for name in METRICS:
             ranks = [rank for metric, rank in self.series if metric == name]
             if not ranks:

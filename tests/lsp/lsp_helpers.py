@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,16 @@ async def next_diagnostics(client: LanguageClient, uri: str,
                 return params
 
     return await asyncio.wait_for(wait(), timeout)
+
+
+async def eventually(condition: Callable[[], bool], timeout: float = TIMEOUT) -> None:
+    """Wait until `condition()` holds: for states reached through several notifications, which
+    `wait_for_notification` could miss between two waits."""
+    async def wait() -> None:
+        while not condition():
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(wait(), timeout)
 
 
 async def execute(client: LanguageClient, command: str, *arguments: Any) -> Any:

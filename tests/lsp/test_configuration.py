@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from lsp_helpers import TIMEOUT, logged, next_diagnostics, open_document, read
+from lsp_helpers import eventually, logged, next_diagnostics, open_document, read
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 AMP = "amp-loss-scale-3ranks.log"
 
 
-def collateral_severities(params: types.PublishDiagnosticsParams) -> set[types.DiagnosticSeverity]:
-    return {d.severity for d in params.diagnostics
+def severities(diagnostics: Sequence[types.Diagnostic]) -> set[types.DiagnosticSeverity]:
+    """The severities of the collateral lines."""
+    return {d.severity for d in diagnostics
             if d.severity != types.DiagnosticSeverity.Error and d.severity is not None}
 
 
 async def until_severity(client: LanguageClient, uri: str,
                          severity: types.DiagnosticSeverity) -> None:
-    async def wait() -> None:
-        while collateral_severities(await next_diagnostics(client, uri)) != {severity}:
-            pass
-
-    await asyncio.wait_for(wait(), TIMEOUT)
+    await eventually(lambda: severities(client.diagnostics.get(uri, ())) == {severity})
 
 
 @pytest.mark.asyncio
@@ -35,7 +32,7 @@ async def test_invalid_settings_are_reported_and_defaults_used(client: LanguageC
     open_document(client, uri, read(AMP))
     published = await next_diagnostics(client, uri)  # diagnoseOnOpen and logGlobs: defaults
 
-    assert collateral_severities(published) == {types.DiagnosticSeverity.Information}
+    assert severities(published.diagnostics) == {types.DiagnosticSeverity.Information}
     for key in ("collateralSeverity", "logGlobs", "diagnoseOnOpen"):
         assert logged(client, f"trainmedic.{key} has an invalid value")
 
@@ -51,7 +48,7 @@ async def test_settings_that_are_not_an_object_are_reported(client: LanguageClie
 async def test_initialization_options_apply(client: LanguageClient, tmp_path: Path) -> None:
     uri = (tmp_path / "run.log").as_uri()
     open_document(client, uri, read(AMP))
-    assert collateral_severities(await next_diagnostics(client, uri)) == \
+    assert severities((await next_diagnostics(client, uri)).diagnostics) == \
         {types.DiagnosticSeverity.Hint}
 
 

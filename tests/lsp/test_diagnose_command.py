@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from lsp_helpers import errors, execute, large_log, logged, read
+from lsp_helpers import errors, eventually, execute, large_log, logged, read
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
 from pytest_lsp import LanguageClient
@@ -95,10 +95,6 @@ async def test_cancelling_a_diagnosis_stops_it(client: LanguageClient) -> None:
 
     with pytest.raises(JsonRpcRequestCancelled):
         await running
-    for _ in range(200):
-        if logged(client, "trainmedic.diagnose cancelled"):
-            break
-        await asyncio.sleep(0.05)
-    assert logged(client, "trainmedic.diagnose cancelled")
+    await eventually(lambda: bool(logged(client, "trainmedic.diagnose cancelled")))
     result = await execute(client, "trainmedic.diagnose", {"text": read("bf16-unsupported.log")})
     assert result["diagnoses"][0]["rule_id"] == "amp-bf16-vs-fp16"

@@ -6,7 +6,15 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from lsp_helpers import errors, large_log, logged, next_diagnostics, open_document, read
+from lsp_helpers import (
+    errors,
+    eventually,
+    large_log,
+    logged,
+    next_diagnostics,
+    open_document,
+    read,
+)
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -114,18 +122,11 @@ async def test_cancelling_the_progress_stops_the_diagnosis(client: LanguageClien
                                                            tmp_path: Path) -> None:
     uri = (tmp_path / "huge.log").as_uri()
     open_document(client, uri, large_log(200_000))
-    for _ in range(400):
-        if client.progress_reports:
-            break
-        await asyncio.sleep(0.025)
+    await eventually(lambda: bool(client.progress_reports))
     token = next(iter(client.progress_reports))
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
 
-    for _ in range(400):
-        if logged(client, "diagnosis of huge.log cancelled"):
-            break
-        await asyncio.sleep(0.025)
-    assert logged(client, "diagnosis of huge.log cancelled")
+    await eventually(lambda: bool(logged(client, "diagnosis of huge.log cancelled")))
     end = client.progress_reports[token][-1]
     assert isinstance(end, types.WorkDoneProgressEnd)
     assert end.message == "cancelled"

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
-from lsp_helpers import TIMEOUT, errors, execute, logged, next_diagnostics, open_document, read
+from lsp_helpers import (
+    errors,
+    eventually,
+    execute,
+    logged,
+    next_diagnostics,
+    open_document,
+    read,
+)
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
@@ -132,10 +139,7 @@ async def test_an_invalid_pack_is_reported_and_the_bundled_rules_still_work(
     rule.write_text(rule.read_text("utf-8").replace("weight: 0.95", "weight: 7"), "utf-8")
 
     assert await diagnosed_ids(client, read("bf16-unsupported.log")) == ["amp-bf16-vs-fp16"]
-    for _ in range(int(TIMEOUT / 0.05)):
-        if client.messages:
-            break
-        await asyncio.sleep(0.05)
+    await eventually(lambda: bool(client.messages))
     shown = client.messages[0]
     assert shown.type == types.MessageType.Warning
     assert "slurm-node-failure.yaml" in shown.message

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import subprocess
@@ -11,12 +10,12 @@ from pathlib import Path
 
 import pytest
 from conftest import initialize_params
-from lsp_helpers import FIXTURES
+from lsp_helpers import FIXTURES, eventually
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from trainmedic.lsp.features import FEATURES
-from trainmedic.lsp.server import create_server
+from trainmedic.lsp.server import ClientLogHandler, create_server
 
 SERVER_COMMANDS = {"trainmedic.diagnose", "trainmedic.explain", "trainmedic.listRules",
                    "trainmedic.reloadRules"}
@@ -37,11 +36,7 @@ async def test_initialize_and_shutdown(bare_client: LanguageClient, tmp_path: Pa
     assert set(capabilities.execute_command_provider.commands) == SERVER_COMMANDS
 
     await bare_client.shutdown_session()
-    for _ in range(100):  # the process exits on `exit`; the client notices a moment later
-        if bare_client.stopped:
-            break
-        await asyncio.sleep(0.05)
-    assert bare_client.stopped
+    await eventually(lambda: bare_client.stopped)  # the process exits on `exit`
 
 
 def test_diagnose_command_does_not_load_the_lsp_stack() -> None:
@@ -87,3 +82,26 @@ async def test_a_failing_handler_is_logged_and_the_others_still_answer(
     with caplog.at_level(logging.ERROR, logger="trainmedic"):
         assert await ls.dispatch("trainmedic/test", None) == ["still here"]
     assert "boom" in caplog.text
+
+
+def test_logging_to_a_client_that_has_gone_does_not_loop() -> None:
+    ls = create_server(())
+    attempts = []
+
+    class Gone:
+        def write(self, data: bytes) -> None:
+            attempts.append(data)
+            raise ValueError("I/O operation on closed file")
+
+        def close(self) -> None:
+            pass
+
+    ls.protocol.set_writer(Gone())
+    package = logging.getLogger("trainmedic")  # where `serve` attaches it
+    handler = ClientLogHandler(ls)
+    package.addHandler(handler)
+    try:
+        logging.getLogger("trainmedic.test").error("a record the client will never see")
+    finally:
+        package.removeHandler(handler)
+    assert 1 <= len(attempts) <= 3

@@ -1,9 +1,10 @@
 // Drives a real VS Code (code-server, with the TrainMedic VSIX installed) through its UI with
 // headless Chromium, as a user would: open a multi-rank log and read the root cause in the
 // Problems panel; select a traceback, run Diagnose Selection and read the results panel; open a
-// training script, hover its warning and apply the quick fix. A screenshot per step goes to
-// ARTIFACTS. Run by scripts/e2e.sh, which sets CS_URL, WORKSPACE, ARTIFACTS, PROFILE, CHROMIUM
-// and README_SHOT. Prints one "N passed, N failed" line; exits non-zero when a step fails.
+// training script, hover its warning and apply the quick fix; and the rest of the commands. A
+// screenshot per step goes to ARTIFACTS. Run by scripts/e2e.sh, which sets CS_URL, WORKSPACE,
+// ARTIFACTS, PROFILE, CHROMIUM and, to refresh the README's picture, README_SHOT.
+// Prints one "N passed, N failed" line; exits non-zero when a step fails.
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -196,14 +197,16 @@ step('a failed terminal command whose output matches a root cause offers its dia
     await page.locator('.terminal-wrapper.active .xterm-rows', { hasText: '# ' }).waitFor();
     // Shell integration marks each prompt with a decoration once it is active.
     await page.locator('.terminal-wrapper.active .terminal-command-decoration').first().waitFor({ state: 'attached' });
-    await page.keyboard.type(`cat ${LOG} && false`);
+    // Like a training run, it prints a moment after it starts: VS Code hands an extension only
+    // the output written after the command started (output of an instant command can race it).
+    await page.keyboard.type(`sleep 1; cat ${LOG} && false`);
     await page.keyboard.press('Enter');
     const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: 'failed: Mixed precision loss scale' }).first();
     await toast.waitFor({ state: 'visible', timeout: 60_000 });
     await page.waitForTimeout(500); // the toast slides in
     await shot('08-failed-command-notification');
     await toast.locator('.monaco-button', { hasText: 'Show diagnosis' }).click();
-    await resultsPanel().locator('.meta', { hasText: `the output of “cat ${LOG} && false”, exit code 1` }).waitFor();
+    await resultsPanel().locator('.meta', { hasText: `the output of “sleep 1; cat ${LOG} && false”, exit code 1` }).waitFor();
     if ((await resultsPanel().locator('.rank-value').innerText()).trim() !== 'rank 0') {
         throw new Error('the failed command’s diagnosis does not name rank 0');
     }
@@ -219,7 +222,7 @@ step('Diagnose Terminal Selection diagnoses what is selected in the terminal', a
     }
     // The last command's output, asked for from the palette.
     await runCommand('TrainMedic: Diagnose Last Command Output');
-    await resultsPanel().locator('.meta', { hasText: `the output of “cat ${LOG} && false”, exit code 1` }).waitFor();
+    await resultsPanel().locator('.meta', { hasText: `the output of “sleep 1; cat ${LOG} && false”, exit code 1` }).waitFor();
     await shot('09-terminal-selection-diagnosed');
     await runCommand('View: Hide Panel');
     await runCommand('View: Single Column Editor Layout');
@@ -256,11 +259,10 @@ step('Show Catalogue Entry… opens an entry of the catalogue', async () => {
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'TrainMedic: Show Catalogue Entry' }).first().click();
     await page.locator('.quick-input-widget input[placeholder="Type a failure, a symptom or a rule id"]').waitFor();
     await input.fill('amp-bf16-vs-fp16');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'amp-bf16-vs-fp16' }).first().click();
+    await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: 'amp-bf16-vs-fp16' }).waitFor();
+    await page.keyboard.press('Enter');
     await page.locator('.tab', { hasText: 'amp-bf16-vs-fp16' }).first().waitFor();
     await shot('11-catalogue-entry');
-    await runCommand('View: Close All Editor Groups');
-    await openFile(LOG);
 });
 
 step('a training script shows the GradScaler warning, its hover and a quick fix that edits the file', async () => {

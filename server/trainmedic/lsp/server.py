@@ -226,8 +226,7 @@ class TrainmedicServer(LanguageServer):
             type=types.MessageType.Warning, message=f"trainmedic: {message}"))
 
     def shutdown(self) -> None:
-        for event in list(self.protocol.cancel_events.values()):
-            event.set()
+        # Running diagnoses stop on their own: leaving the event loop cancels their tasks.
         self.jobs.shutdown(wait=False, cancel_futures=True)
         super().shutdown()  # type: ignore[no-untyped-call]
 
@@ -254,17 +253,23 @@ class ClientLogHandler(logging.Handler):
         super().__init__(logging.INFO)
         self.ls = ls
         self.setFormatter(logging.Formatter("%(message)s"))
+        # Sending can fail (the client has gone), which is reported, which is logged, which
+        # is sent...: a record logged while one is being sent is dropped.
+        self.sending = threading.local()
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.ls.protocol.writer is None:
+        if self.ls.protocol.writer is None or getattr(self.sending, "active", False):
             return
         kind = next((t for level, t in self.LEVELS if record.levelno >= level),
                     types.MessageType.Log)
+        self.sending.active = True
         try:
             params = types.LogMessageParams(type=kind, message=self.format(record))
             self.ls.call_soon(self.ls.window_log_message, params)
         except Exception:
             self.handleError(record)
+        finally:
+            self.sending.active = False
 
 
 def create_server(features: Iterable[str] = FEATURES) -> TrainmedicServer:
