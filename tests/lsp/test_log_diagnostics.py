@@ -9,6 +9,7 @@ import pytest
 from lsp_helpers import (
     errors,
     eventually,
+    execute,
     large_log,
     logged,
     next_diagnostics,
@@ -27,13 +28,26 @@ async def test_opening_a_log_publishes_its_diagnosis(client: LanguageClient,
     uri = (tmp_path / "slurm-1234.out").as_uri()
     open_document(client, uri, read(AMP))
     published = await next_diagnostics(client, uri)
+    diagnosis = await execute(client, "trainmedic.diagnose", {"text": read(AMP)})
 
     assert published.version == 1
     root = errors(published.diagnostics)
-    assert [d.range.start.line for d in root] == [44]  # the first failing line, 0-based
+    assert len(root) == 1
     assert root[0].code == "amp-loss-scale"
+    # The Error sits on the initiating rank's first failure; when every rank failed alike
+    # (no initiating rank), on the root cause's first evidence line.
+    rank, top = diagnosis["initiating_rank"], diagnosis["diagnoses"][0]
+    first = diagnosis["ranks"][str(rank)]["first_failure_line"]["line"] if rank is not None \
+        else min(e["line"] for e in top["evidence"])
+    assert root[0].range.start.line == first - 1
     others = {d.range.start.line: d for d in published.diagnostics if d is not root[0]}
-    assert {52, 60} <= others.keys()  # ranks 2 and 1 failing the same way, after rank 0
+    lines = read(AMP).splitlines()
+    for rank in (1, 2):  # the other ranks' copies of the failure, linked to the root cause
+        failure = lines.index(f"[rank{rank}]: FloatingPointError: Minimum loss scale reached "
+                              "(0.0001). Your loss is probably exploding. Try lowering the "
+                              "learning rate, using gradient clipping or increasing the batch "
+                              "size.")
+        assert failure in others
     for diagnostic in others.values():
         assert diagnostic.severity == types.DiagnosticSeverity.Information
         assert diagnostic.related_information is not None
