@@ -10,9 +10,10 @@ from typing import Any, Union
 import cattrs
 import pytest
 import pytest_lsp
+from lsp_helpers import initialize_params
 from lsprotocol import types
 from pygls.protocol import default_converter
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
 
@@ -51,14 +52,6 @@ def pytest_configure(config: pytest.Config) -> None:
 def registrations() -> list[types.Registration]:
     """What the server asked the client to register (file watchers)."""
     return []
-
-
-def initialize_params(root: Path, options: Any = None) -> types.InitializeParams:
-    return types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
-        root_uri=root.as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-        initialization_options=options)
 
 
 @pytest_lsp.fixture(config=SERVER)

@@ -8,10 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pytest_lsp import LanguageClient
+from pytest_lsp import LanguageClient, client_capabilities
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lsp"
 TIMEOUT = 30.0
+
+
+def initialize_params(root: Path, options: Any = None) -> types.InitializeParams:
+    """What VS Code sends, for a workspace folder at `root`."""
+    return types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"),
+        root_uri=root.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        initialization_options=options)
 
 
 def read(name: str) -> str:

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import initialize_params
-from lsp_helpers import FIXTURES, eventually
+from lsp_helpers import FIXTURES, eventually, initialize_params
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
