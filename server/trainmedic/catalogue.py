@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from trainmedic.metrics import METRIC_GROUPS
 from trainmedic.model import Role
 from trainmedic.regex_safety import check_pattern
 
@@ -138,6 +139,7 @@ class Rule:
     outranks: tuple[str, ...] = ()
     threshold: float = 0.5
     detectors: tuple[DetectorRef, ...] = ()
+    metric_patterns: tuple[str, ...] = ()
     source: str = ""
 
     @classmethod
@@ -181,6 +183,7 @@ class Rule:
                             tuple(sorted((k, float(v)) for k, v in d.get("params", {}).items())))
                 for d in data.get("detectors", ())
             ),
+            metric_patterns=tuple(m["pattern"] for m in data.get("metrics", ())),
             source=source,
         )
 
@@ -350,6 +353,17 @@ def _check_semantics(data: dict[str, Any], path: Path, base: Path | None,
             if missing:
                 raise fail(["fingerprints", index, "where"],
                            f"names no group of the pattern: {', '.join(missing)}")
+    for index, metric in enumerate(data.get("metrics", ())):
+        where = ["metrics", index, "pattern"]
+        try:
+            groups = set(re.compile(metric["pattern"]).groupindex)
+        except re.error as error:
+            raise fail(where, f"invalid regex: {error}") from None
+        problem = check_pattern(metric["pattern"]) or (
+            None if groups and groups <= METRIC_GROUPS else
+            f"named groups must be metric names ({', '.join(sorted(METRIC_GROUPS))})")
+        if problem:
+            raise fail(where, problem)
     detectors = {d["name"] for d in data.get("detectors", ())}
     if data["monitor"] not in names | detectors:
         raise fail(["monitor"], f"names no fingerprint or detector: {data['monitor']!r}")

@@ -30,8 +30,9 @@ DETECTORS: dict[str, tuple[str, dict[str, float]]] = {
                        "`max_scale`", {"min_decreases": 5, "max_scale": 128}),
     "scale-stuck": ("the loss scale (not 1.0) stays constant while `min_overflows` samples "
                     "overflow, or for `min_steps` steps", {"min_overflows": 3, "min_steps": 2500}),
-    "overflow-rate": ("at least `min_rate` of `min_samples` or more samples are skipped "
-                      "overflow steps", {"min_rate": 0.2, "min_samples": 20}),
+    "overflow-rate": ("at least `min_rate` of `min_samples` or more samples are overflow steps "
+                      "(skipped, or the loss scale backed off)",
+                      {"min_rate": 0.2, "min_samples": 20}),
     "grad-norm-huge": ("the gradient norm is at least `min_value` on `min_count` samples",
                        {"min_value": 1e6, "min_count": 3}),
     "grad-norm-spike": ("the gradient norm exceeds `factor` times the median of the previous "
@@ -125,13 +126,16 @@ class Detector:
             self._hit(line)
 
     def _overflow_rate(self, sample: Sample, line: Line) -> None:
-        if sample.get("loss_scale") is None and not sample.skipped:
+        scale = sample.get("loss_scale")
+        if scale is None and not sample.skipped:
             return
+        backed_off = scale is not None and self._last is not None and scale < self._last
+        self._last = scale if scale is not None else self._last
+        overflowed = sample.overflow or sample.skipped > 0 or backed_off
         self._samples += 1
-        self._count += sample.overflow or sample.skipped > 0
-        if self._samples >= self.params["min_samples"] and \
-                self._count / self._samples >= self.params["min_rate"] and \
-                (sample.overflow or sample.skipped):
+        self._count += overflowed
+        if overflowed and self._samples >= self.params["min_samples"] and \
+                self._count / self._samples >= self.params["min_rate"]:
             self._hit(line)
 
     def _grad_norm_huge(self, sample: Sample, line: Line) -> None:

@@ -6,6 +6,7 @@ a log of any length gives the same answer as its failing part.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -71,8 +72,9 @@ class Evidence:
 
 def metric_series(catalogue: Catalogue) -> MetricSeries:
     """An empty series running every detector configuration the catalogue's rules name."""
-    return MetricSeries.for_keys(detector_key(d.name, dict(d.params))
-                                 for rule in catalogue.rules for d in rule.detectors)
+    return MetricSeries.for_keys(
+        (detector_key(d.name, dict(d.params)) for rule in catalogue.rules for d in rule.detectors),
+        (re.compile(pattern) for rule in catalogue.rules for pattern in rule.metric_patterns))
 
 
 def _confidence(rule: Rule, found: _RuleEvidence,

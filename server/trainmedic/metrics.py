@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from trainmedic.model import Line
@@ -21,8 +21,10 @@ METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 
 # Only lines with one of these words are parsed.
 _TRIGGER = re.compile(r"(?i:loss|grad[_ ]norm)")
-# Text that makes a chunk worth reading in full: a non-finite or zero loss, a loss scale.
-_NOTABLE_WORDS = ("nan", "NaN", "inf", "Inf", "scale", "Skipping step")
+# Text that makes a chunk worth reading in full: a non-finite or a zero loss.
+_NOTABLE_WORDS = ("nan", "NaN", "inf", "Inf")
+# Lines always read, wherever they are: loss-scale changes and skipped steps are rare and exact.
+_SCALE_LINE = re.compile(r"scale|Skipping step")
 _ZERO_LOSS = re.compile(r"loss['\"]?\s{0,3}[:=]\s{0,3}0(?:\.0*)?(?![\w.])")
 SAMPLES_PER_QUIET_CHUNK = 128
 
@@ -71,18 +73,22 @@ def _float(text: str) -> float | None:
         return None
 
 
-def parse_sample(body: str) -> Sample | None:
-    """The metrics printed on one line, or None when it carries none."""
-    values: dict[str, float] = {}
-    step: int | None = None
-    skipped = 0
+def parse_sample(body: str, extra: Sequence[re.Pattern[str]] = ()) -> Sample | None:
+    """The metrics printed on one line, or None when it carries none.
+
+    `extra` are rules' own metric patterns, tried first, for formats this module does not know.
+    """
+    values = _extra_values(body, extra) if extra else {}
+    extra_step, extra_skipped = values.pop("step", math.nan), values.pop("skipped", 0.0)
+    step = int(extra_step) if math.isfinite(extra_step) else None
+    skipped = int(extra_skipped) if math.isfinite(extra_skipped) else 0
     for match in _PAIR.finditer(body):
         name = _KEYS.get(match.group("key").lower())
         value = _float(match.group("value"))
         if name is None or value is None:
             continue
         if name == "step":
-            if math.isfinite(value):
+            if math.isfinite(value) and step is None:
                 step = int(value)
         elif name == "skipped":
             skipped = int(value) if math.isfinite(value) else 0
@@ -109,31 +115,50 @@ def parse_sample(body: str) -> Sample | None:
     return Sample(tuple(sorted(values.items())), step, overflow is not None, skipped)
 
 
-def scan_metrics(chunk: Chunk) -> Iterator[tuple[Sample, Line]]:
+METRIC_GROUPS = frozenset({*METRICS, "step", "skipped"})
+
+
+def _extra_values(body: str, extra: Sequence[re.Pattern[str]]) -> dict[str, float]:
+    """What a rule's own metric patterns read from a line (named groups are metric names)."""
+    values: dict[str, float] = {}
+    for pattern in extra:
+        match = pattern.search(body)
+        if match:
+            for name, text in match.groupdict().items():
+                number = _float(text) if text is not None else None
+                if number is not None:
+                    values.setdefault(name, number)
+    return values
+
+
+def scan_metrics(chunk: Chunk,
+                 extra: Sequence[re.Pattern[str]] = ()) -> Iterator[tuple[Sample, Line]]:
     """The samples of one chunk, with their lines (rank set, no timestamp).
 
-    A chunk with a notable value (non-finite or zero loss, a loss scale, a skipped step) is read
-    in full; in a quiet chunk only its first SAMPLES_PER_QUIET_CHUNK metric lines are read, which
-    is plenty for the plotted series and for the trend detectors, and keeps a log of a billion
-    steps from costing a parse per line.
+    A chunk with a notable value (a non-finite or zero loss) is read in full. In a quiet chunk
+    only the first SAMPLES_PER_QUIET_CHUNK metric lines are read, plus every line that reports a
+    loss scale or a skipped step: plenty for the plotted series and the trend detectors, exact
+    for the scale detectors, and a log of a billion steps does not cost a parse per line.
     """
     text = chunk.text
     notable = any(word in text for word in _NOTABLE_WORDS) or _ZERO_LOSS.search(text)
-    budget = None if notable else SAMPLES_PER_QUIET_CHUNK
+    triggers = [m.start() for m in _TRIGGER.finditer(text)]
+    if not notable:
+        triggers = triggers[:SAMPLES_PER_QUIET_CHUNK]
+        if "cale" in text or "Skipping" in text:
+            triggers = sorted({*triggers, *(m.start() for m in _SCALE_LINE.finditer(text))})
+    if extra:
+        triggers = sorted({*triggers, *(m.start() for p in extra for m in p.finditer(text))})
     offset, number, end = 0, chunk.first_line, -1
-    for match in _TRIGGER.finditer(text):
-        if match.start() <= end:
+    for position in triggers:
+        if position <= end:
             continue  # another metric word on a line already read
-        start = text.rfind("\n", 0, match.start()) + 1
-        end = text.find("\n", match.start())
+        start = text.rfind("\n", 0, position) + 1
+        end = text.find("\n", position)
         number += text.count("\n", offset, start)
         offset = start
         rank, body = parse_rank(text[start:end])
-        sample = parse_sample(body)
+        sample = parse_sample(body, extra)
         if sample is None:
             continue
         yield sample, Line(chunk.path, number, text[start:end][:MAX_LINE_CHARS], rank)
-        if budget is not None:
-            budget -= 1
-            if not budget:
-                return

@@ -8,6 +8,7 @@ the same memory as a short one.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,7 @@ class MetricSeries:
     """Feeds every sample to the configured detectors of its rank and to the plot series."""
 
     keys: tuple[DetectorKey, ...]
+    extra: tuple[re.Pattern[str], ...] = ()
     detectors: dict[tuple[DetectorKey, int | None], Detector] = field(default_factory=dict)
     series: dict[tuple[str, int | None], _Series] = field(default_factory=dict)
     plotted_ranks: set[int | None] = field(default_factory=set)
@@ -57,12 +59,13 @@ class MetricSeries:
     samples: int = 0
 
     @classmethod
-    def for_keys(cls, keys: Iterable[DetectorKey]) -> MetricSeries:
-        return cls(tuple(dict.fromkeys(keys)))
+    def for_keys(cls, keys: Iterable[DetectorKey],
+                 extra: Iterable[re.Pattern[str]] = ()) -> MetricSeries:
+        return cls(tuple(dict.fromkeys(keys)), tuple(extra))
 
     def add(self, chunk: Chunk) -> None:
         """Feed every sample of a chunk."""
-        for sample, line in scan_metrics(chunk):
+        for sample, line in scan_metrics(chunk, self.extra):
             self.feed(sample, line)
 
     def feed(self, sample: Sample, line: Line) -> None:

@@ -382,7 +382,6 @@ def run(path: str | None = None) -> int:
     if path:
         verify_file(torch, report, Path(path))
     else:
-        report.info("to check one of your own checkpoint files the same way: python -c "
-                    "\"import sys; from trainmedic.probes import checkpoint; "
-                    "sys.exit(checkpoint.run('PATH'))\"")
+        report.info("to check one of your own checkpoint files the same way: "
+                    "trainmedic probe checkpoint FILE")
     return report.code
