@@ -354,7 +354,7 @@ def _check_semantics(data: dict[str, Any], path: Path, base: Path | None,
                 raise fail(["fingerprints", index, "where"],
                            f"names no group of the pattern: {', '.join(missing)}")
     for index, metric in enumerate(data.get("metrics", ())):
-        where = ["metrics", index, "pattern"]
+        where: list[str | int] = ["metrics", index, "pattern"]
         try:
             groups = set(re.compile(metric["pattern"]).groupindex)
         except re.error as error:

@@ -27,6 +27,8 @@ const LOG = 'torchrun-amp.log';
 const LOG_DIR = 'torchrun-logdir'; // copied from tests/fixtures by scripts/e2e.sh
 const SCRIPT = 'train.py';
 const TRACEBACK = { first: 38, last: 45 }; // rank 0's traceback in the log, 1-based lines
+// The root cause's first evidence: rank 0's loss scale has halved five times, to 128 (step 9).
+const ROOT_CAUSE_LINE = 16;
 
 mkdirSync(ARTIFACTS, { recursive: true });
 rmSync(PROFILE, { recursive: true, force: true });
@@ -109,7 +111,7 @@ step('a multi-rank log shows its root cause in the Problems panel', async () => 
     // Opening the problem reveals the root-cause line and its error squiggle.
     await row.click();
     await page.keyboard.press('Enter');
-    await page.locator('.statusbar-item', { hasText: /Ln 45,/ }).first().waitFor({ state: 'visible' });
+    await page.locator('.statusbar-item', { hasText: `Ln ${ROOT_CAUSE_LINE},` }).first().waitFor({ state: 'visible' });
     await editor.locator('.squiggly-error').first().waitFor({ state: 'attached' });
     await shot('01-problems-root-cause');
 });
@@ -178,8 +180,7 @@ step('with nothing selected, the keybinding diagnoses the whole log: every rank,
 
 step('an evidence line in the results panel jumps to its place in the log', async () => {
     await resultsPanel().locator('ul.evidence a.line-ref').first().click();
-    // The root-cause line is line 45 of the log.
-    await page.locator('.statusbar-item', { hasText: /Ln 45, Col 1/ }).first().waitFor({ state: 'visible' });
+    await page.locator('.statusbar-item', { hasText: `Ln ${ROOT_CAUSE_LINE}, Col 1` }).first().waitFor({ state: 'visible' });
     await shot('06-evidence-jump');
 });
 
