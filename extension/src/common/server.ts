@@ -48,7 +48,10 @@ function pathContext(): PathContext {
 function documentSelector(settings: Settings): LanguageClientOptions['documentSelector'] {
     return [
         ...settings.logGlobs.map((pattern) => ({ scheme: 'file', pattern })),
-        ...(settings.scriptChecks ? [{ scheme: 'file', language: 'python' }] : []),
+        // Script checks also read DeepSpeed JSON, Accelerate YAML and launch scripts.
+        ...(settings.scriptChecks
+            ? ['python', 'json', 'yaml', 'shellscript'].map((language) => ({ scheme: 'file', language }))
+            : []),
     ];
 }
 
