@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -68,22 +67,31 @@ def test_a_low_open_file_limit_fails_with_the_fix() -> None:
     assert "PASS  2 workers delivered all 16 samples" in result.stdout
 
 
+KILLED_WORKER = """
+import os, signal, sys
+from trainmedic.probes import dataloader
+
+
+def killed(self, index):
+    os.kill(os.getpid(), signal.SIGKILL)
+    return index
+
+dataloader.TinyDataset.__getitem__ = killed
+sys.exit(dataloader.run())
+"""
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL of a forked worker is POSIX-only")
-def test_a_dead_worker_is_reported_not_raised(
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dead_worker_is_reported_not_raised() -> None:
     torch = pytest.importorskip("torch")
     if torch.multiprocessing.get_all_start_methods()[0] != "fork":
         pytest.skip("the patched dataset only reaches workers through fork")
-
-    def killed(self: object, index: int) -> object:
-        os.kill(os.getpid(), signal.SIGKILL)
-        return index
-
-    monkeypatch.setattr(dataloader.TinyDataset, "__getitem__", killed)
-    assert dataloader.run() == 1
-    out = capsys.readouterr().out
-    failed = [line for line in out.splitlines() if line.startswith("FAIL  the DataLoader failed")]
-    assert failed, out
+    done = subprocess.run([sys.executable, "-u", "-c", KILLED_WORKER], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    failed = [line for line in done.stdout.splitlines()
+              if line.startswith("FAIL  the DataLoader failed")]
+    assert failed, done.stdout
     assert "is killed by signal: Killed" in failed[0] or "exited unexpectedly" in failed[0]
     # What the probe prints is what the catalogue diagnoses.
     found = [f.rule_id for f in diagnose_text(failed[0], bundled()).findings]

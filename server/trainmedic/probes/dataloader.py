@@ -122,11 +122,24 @@ def _chain(error: BaseException) -> str:
     return " <- ".join(parts)
 
 
+def _abandon(iterator: Any, workers: list[Any]) -> None:
+    """Stop a failed loader's workers ourselves: torch's own teardown can block forever on a
+    queue lock that a killed worker held."""
+    for worker in workers:
+        if worker.is_alive():
+            worker.kill()
+        worker.join(timeout=5)
+    if iterator is not None:
+        iterator._shutdown = True  # nothing left for its teardown to do
+
+
 def _run_loader(report: Report, torch: ModuleType) -> None:
     fds_before = _open_fds()
     started = time.monotonic()
     loader = torch.utils.data.DataLoader(TinyDataset(), batch_size=BATCH, num_workers=WORKERS,
                                          timeout=60)
+    iterator = None
+    workers: list[Any] = []
     try:
         iterator = iter(loader)
         workers = list(getattr(iterator, "_workers", []))
@@ -134,6 +147,7 @@ def _run_loader(report: Report, torch: ModuleType) -> None:
     except (RuntimeError, OSError) as error:  # a dead worker, a full /dev/shm, no fds left
         report.check(False, "the DataLoader failed here: " + _chain(error)
                      + " (trainmedic diagnose on this output names the cause)")
+        _abandon(iterator, workers)
         return
     elapsed = time.monotonic() - started
     seen = sorted(int(i) for batch in batches for i in batch["index"])
