@@ -18,18 +18,16 @@ import yaml
 
 from trainmedic.catalogue import bundled
 from trainmedic.engine import Diagnoser
+from trainmedic.formats import Source
 from trainmedic.launcher import read_report
-from trainmedic.reader import read_chunks
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 
 
 def answers(path: Path) -> tuple[int | None, int | None, int | None]:
     diagnoser = Diagnoser(bundled())
-    diagnoser.start(str(path))
     with path.open("rb") as stream:
-        for chunk in read_chunks(stream, str(path)):
-            diagnoser.add(chunk)
+        diagnoser.read(Source(str(path), stream))
     ours = diagnoser.diagnosis().initiating_rank
     root = read_report(diagnoser.evidence.launcher).torchelastic_root
     ranked = sorted((t for t in diagnoser.evidence.tracebacks if t.rank is not None),

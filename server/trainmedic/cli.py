@@ -7,8 +7,13 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainmedic import __version__
+
+if TYPE_CHECKING:
+    from trainmedic.catalogue import Catalogue
+    from trainmedic.model import Diagnosis
 
 EXIT_OK = 0
 EXIT_ROOT_CAUSE = 1
@@ -83,17 +88,25 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def _catalogue(rule_dirs: Sequence[str]):  # type: ignore[no-untyped-def]
+def _catalogue(rule_dirs: Sequence[str]) -> Catalogue:
     from trainmedic.catalogue import load
 
     return load([Path(d) for d in rule_dirs])
+
+
+def _print_diagnosis(diagnosis: Diagnosis, catalogue: Catalogue,
+                     args: argparse.Namespace) -> None:
+    from trainmedic.render import render_json, render_text
+
+    render = render_json if args.format == "json" else render_text
+    output = render(diagnosis, catalogue, args.no_redact)
+    sys.stdout.write(output if output.endswith("\n") else output + "\n")
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from trainmedic.backends import matcher_for
     from trainmedic.engine import diagnose
     from trainmedic.inputs import expand, opened
-    from trainmedic.render import render_json, render_text
 
     catalogue = _catalogue(args.rules)
     matcher = matcher_for(catalogue, args.backend)
@@ -107,16 +120,13 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         diagnosis = diagnose(streams, catalogue, matcher)
     for warning in streams.warnings:
         print(f"trainmedic: warning: {warning}", file=sys.stderr)
-    output = render_json(diagnosis, catalogue, args.no_redact) if args.format == "json" else \
-        render_text(diagnosis, catalogue, args.no_redact)
-    sys.stdout.write(output if output.endswith("\n") else output + "\n")
+    _print_diagnosis(diagnosis, catalogue, args)
     if args.exit_code and diagnosis.root_causes:
         return EXIT_ROOT_CAUSE
     return EXIT_OK
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from trainmedic.render import render_json, render_text
     from trainmedic.watch import Follower, watch
 
     catalogue = _catalogue(args.rules)
@@ -137,9 +147,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     diagnosis = watch(args.paths, catalogue, args.interval, args.timeout, progress)
     if tty:
         sys.stderr.write("\r\x1b[K")
-    output = render_json(diagnosis, catalogue, args.no_redact) if args.format == "json" else \
-        render_text(diagnosis, catalogue, args.no_redact)
-    sys.stdout.write(output if output.endswith("\n") else output + "\n")
+    _print_diagnosis(diagnosis, catalogue, args)
     return EXIT_ROOT_CAUSE if diagnosis.root_causes else EXIT_OK
 
 

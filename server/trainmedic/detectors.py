@@ -75,14 +75,12 @@ class Detector:
         self._x = float(sample.step) if sample.step is not None else float(line.number)
         getattr(self, "_" + self.name.replace("-", "_"))(sample, line)
 
-    def _non_finite(self, value: float | None, line: Line) -> None:
+    def _non_finite_loss(self, sample: Sample, line: Line) -> None:
+        value = sample.get("loss")
         if value is not None and not math.isfinite(value):
             self._count += 1
             if self._count >= self.params["min_count"]:
                 self._hit(line)
-
-    def _non_finite_loss(self, sample: Sample, line: Line) -> None:
-        self._non_finite(sample.get("loss"), line)
 
     def _non_finite_grad_norm(self, sample: Sample, line: Line) -> None:
         value = sample.get("grad_norm")

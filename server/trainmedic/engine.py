@@ -15,7 +15,7 @@ from typing import BinaryIO
 from trainmedic.attribution import attribute_ranks, chronological
 from trainmedic.catalogue import Catalogue, Rule
 from trainmedic.events import EventExtractor, Matcher, RankCensus
-from trainmedic.formats import adapt
+from trainmedic.formats import Source, adapt
 from trainmedic.launcher import LAUNCHER, read_report
 from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback
 from trainmedic.reader import Chunk, read_chunks
@@ -169,6 +169,12 @@ class Diagnoser:
         if timestamp is not None:
             self.times[path] = timestamp
 
+    def read(self, source: Source) -> None:
+        """A whole source, start to end."""
+        self.start(source.path, source.timestamp)
+        for chunk in read_chunks(source.stream, source.path):
+            self.add(chunk)
+
     def add(self, chunk: Chunk) -> None:
         self.census.add(chunk)
         self.evidence.metrics.add(chunk)
@@ -185,10 +191,7 @@ def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
     """Read every input once and diagnose them together as one run."""
     diagnoser = Diagnoser(catalogue, matcher)
     for path, stream in inputs:  # one input at a time: each may be opened lazily
-        source = adapt(path, stream)
-        diagnoser.start(path, source.timestamp)
-        for chunk in read_chunks(source.stream, path):
-            diagnoser.add(chunk)
+        diagnoser.read(adapt(path, stream))
     return diagnoser.diagnosis()
 
 

@@ -19,7 +19,7 @@ from trainmedic.engine import Diagnoser
 from trainmedic.formats import adapt
 from trainmedic.inputs import InputError, expand
 from trainmedic.model import Diagnosis
-from trainmedic.reader import CHUNK_BYTES, Chunker, read_chunks
+from trainmedic.reader import CHUNK_BYTES, Chunker
 
 READ_PER_POLL = 64 * CHUNK_BYTES
 
@@ -59,9 +59,7 @@ class Follower:
         if name.endswith(".json"):  # an error file is written whole, once
             source = adapt(name, stream)
             if source.timestamp is not None:
-                self.diagnoser.start(name, source.timestamp)
-                for chunk in read_chunks(source.stream, name):
-                    self.diagnoser.add(chunk)
+                self.diagnoser.read(source)
                 self.files[name] = _Followed(io.BytesIO(), Chunker(name), inode)
                 stream.close()
                 return
