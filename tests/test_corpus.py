@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +47,26 @@ def test_healthy_runs_have_no_root_cause(path: Path) -> None:
         assert diagnose(streams, CATALOGUE).root_causes == ()
 
 
+def needs_corpus() -> None:
+    """CI runs beside the labelled corpus and must find it; elsewhere its absence is a skip."""
+    if not CORPUS.is_dir() and not os.environ.get("CI"):
+        pytest.skip(f"the labelled corpus is not beside this checkout ({CORPUS})")
+
+
 def test_corpus_is_present() -> None:
+    needs_corpus()
     assert len(cases()) >= 60, f"expected the labelled corpus at {CORPUS}"
 
 
 def test_first_diagnosis_accuracy_over_the_whole_corpus() -> None:
+    needs_corpus()
     right = [first_id(path) in {case["expected"], *(case.get("also_ok") or [])}
              for path, case in cases()]
     assert sum(right) / len(right) >= 0.9, f"{sum(right)}/{len(right)}"
 
 
 def test_initiating_rank_accuracy_on_labelled_multi_rank_logs() -> None:
+    needs_corpus()
     labelled = [(path, case) for path, case in cases()
                 if case.get("multi_rank") and case.get("initiating_rank") is not None]
     right = 0
