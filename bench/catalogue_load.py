@@ -33,7 +33,7 @@ def main() -> int:
     baseline = median_seconds("pass", runs)
     load = median_seconds("from trainmedic.catalogue import bundled; bundled()", runs)
     compiled = median_seconds(
-        "from trainmedic.catalogue import bundled; from trainmedic.events import Matcher; "
+        "from trainmedic.catalogue import bundled; from trainmedic.matching import Matcher; "
         "m = Matcher(bundled()); [p.fingerprint.regex for p in m.patterns]", runs)
     print(f"catalogue: {rules} rules, {fingerprints} fingerprints, {detectors} detector uses")
     print(f"python -c pass              {baseline * 1000:7.1f} ms  (1.00x)")

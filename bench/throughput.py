@@ -4,10 +4,11 @@ Usage: python bench/throughput.py [--mb 1024] [--log PATH]
 
 Generates (once, cached in the temp folder) a realistic log of 256 interleaved ranks with
 bench/make_log.py, then times in this one run: `trainmedic diagnose` with each available
-matcher backend, `rg -c -f` and `grep -E -c -f` over the catalogue's own fingerprint patterns
-(translated to each tool's dialect; lookarounds dropped and counted repeats over 100 loosened
-to * and +, which only makes them match more),
-and `cat`. Prints MB/s, peak RSS and the ratio to ripgrep (or to grep when rg is missing).
+matcher backend, in one process and on every core, `rg -c -f` and `grep -E -c -f` over the
+catalogue's own fingerprint patterns (translated to each tool's dialect; lookarounds dropped and
+counted repeats over 100 loosened to * and +, which only makes them match more), and `cat`.
+Prints MB/s, peak RSS (every process of a command together, shared pages counted once) and
+the ratio to ripgrep (or to grep when rg is missing).
 Install ripgrep with `apt-get install ripgrep` to get its column.
 """
 
@@ -24,15 +25,50 @@ from pathlib import Path
 
 from trainmedic import fast
 from trainmedic.catalogue import bundled
+from trainmedic.parallel import cores
 
 HERE = Path(__file__).resolve().parent
 MEASURE = """
-import resource, subprocess, sys, time
+import os, subprocess, sys, threading, time
+
+def tree_memory(root):
+    # Memory of `root` and every process under it, in KiB, from /proc: proportional set size,
+    # so pages that forked workers share with their parent count once, not once per process.
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+    tree, grew = {root}, True
+    while grew:
+        grown = tree | {pid for pid, parent in parents.items() if parent in tree}
+        grew, tree = grown != tree, grown
+    total = 0
+    for pid in tree:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total += next(int(l.split()[1]) for l in f if l.startswith("Pss:"))
+        except (OSError, StopIteration):
+            continue
+    return total
+
 start = time.perf_counter()
 with open(sys.argv[1], "wb") as sink:
-    code = subprocess.run(sys.argv[2:], stdout=sink, stderr=subprocess.DEVNULL).returncode
-seconds = time.perf_counter() - start
-print(seconds, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)
+    child = subprocess.Popen(sys.argv[2:], stdout=sink, stderr=subprocess.DEVNULL)
+    peak = [0]
+    def sample():
+        while child.poll() is None:
+            peak[0] = max(peak[0], tree_memory(child.pid))
+            time.sleep(0.05)
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    code = child.wait()
+    seconds = time.perf_counter() - start
+    sampler.join()
+print(seconds, peak[0], code)
 """
 
 
@@ -107,19 +143,23 @@ def main() -> int:
     runs["grep -E -c -f"] = ["grep", "-E", "-c", "-f", str(work / "ere.txt"), str(log)]
     backends = ["python"] + (["hyperscan"] if fast.available() else [])
     for backend in backends:
-        runs[f"trainmedic ({backend})"] = [sys.executable, "-m", "trainmedic", "diagnose",
-                                           str(log), "--backend", backend, "--format", "json"]
+        for jobs in sorted({1, cores()}):
+            runs[f"trainmedic {backend} -j{jobs}"] = [
+                sys.executable, "-m", "trainmedic", "diagnose", str(log), "--backend", backend,
+                "--jobs", str(jobs), "--format", "json"]
     results = {name: measure(command) for name, command in runs.items()}
     reference = "rg -c -f" if "rg -c -f" in results else "grep -E -c -f"
     ref_speed = size_mb / results[reference][0]
     print(f"log: {log} ({size_mb:.0f} MB, 256 ranks); reference: {reference}")
-    print(f"{'command':<24} {'seconds':>8} {'MB/s':>8} {'peak RSS':>10} {'vs ' + reference:>16}")
+    print(f"{'command':<28} {'seconds':>8} {'MB/s':>8} {'peak RSS':>10} {'vs ' + reference:>16}")
     for name, (seconds, rss_kb) in results.items():
         speed = size_mb / seconds
-        print(f"{name:<24} {seconds:8.2f} {speed:8.1f} {rss_kb / 1024:8.1f} MB "
+        print(f"{name:<28} {seconds:8.2f} {speed:8.1f} {rss_kb / 1024:8.1f} MB "
               f"{speed / ref_speed:15.2f}x")
-    check = subprocess.run(runs[f"trainmedic ({backends[-1]})"], capture_output=True, text=True,
-                           check=True)
+    print("peak RSS: all processes of the command together (proportional set size, so memory "
+          "that workers share with their parent counts once), sampled every 50 ms")
+    check = subprocess.run(runs[f"trainmedic {backends[-1]} -j{cores()}"], capture_output=True,
+                           text=True, check=True)
     result = json.loads(check.stdout)
     print(f"diagnosis: {result['diagnoses'][0]['rule_id']}, initiating rank "
           f"{result['initiating_rank']}")

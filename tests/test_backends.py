@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,17 @@ def test_backends_agree(path: Path) -> None:
             diagnosis = diagnose(streams, CATALOGUE, matcher_for(CATALOGUE, backend))
         results.append(to_dict(diagnosis, CATALOGUE))
     assert results[0] == results[1]
+
+
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+def test_one_hyperscan_matcher_scans_in_several_threads_at_once() -> None:
+    """The language server shares one matcher between its event loop and worker threads."""
+    matcher = matcher_for(CATALOGUE, "hyperscan")
+    text = (ROOT / "examples" / "fp16-loss-scale-4ranks.log").read_text("utf-8") * 20
+    expected = list(matcher.scan(text))
+    with ThreadPoolExecutor(4) as threads:
+        scans = [threads.submit(lambda: list(matcher.scan(text))) for _ in range(20)]
+        assert all(scan.result() == expected for scan in scans)
 
 
 def test_asking_for_a_missing_backend_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,10 +11,8 @@ def lines(data: bytes, chunk_bytes: int | None = None) -> list[tuple[int, str]]:
     stream = io.BytesIO(data)
     if chunk_bytes is None:
         return [(ln.number, ln.text) for ln in read_lines(stream, "x.log")]
-    out = []
-    for chunk in read_chunks(stream, "x.log", chunk_bytes):
-        out += [(chunk.first_line + i, t) for i, t in enumerate(chunk.lines())]
-    return out
+    texts = [t for chunk in read_chunks(stream, "x.log", chunk_bytes) for t in chunk.lines()]
+    return list(enumerate(texts, start=1))
 
 
 def test_empty_file_has_no_lines() -> None:

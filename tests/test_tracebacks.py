@@ -5,15 +5,16 @@ from __future__ import annotations
 import io
 
 from trainmedic.catalogue import Catalogue
-from trainmedic.events import Matcher, extract_events
+from trainmedic.engine import Diagnoser
 from trainmedic.model import Traceback
 from trainmedic.reader import read_chunks
 
 
 def tracebacks(text: str, chunk_bytes: int = 1 << 20) -> list[Traceback]:
-    chunks = read_chunks(io.BytesIO(text.encode()), "t.log", chunk_bytes)
-    events = extract_events(chunks, Matcher(Catalogue(())))
-    return [e.traceback for e in events if e.traceback is not None]
+    diagnoser = Diagnoser(Catalogue(()))
+    for chunk in read_chunks(io.BytesIO(text.encode()), "t.log", chunk_bytes):
+        diagnoser.add(chunk)
+    return diagnoser.evidence.tracebacks
 
 
 SIMPLE = """\

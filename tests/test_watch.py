@@ -10,7 +10,7 @@ from pathlib import Path
 
 from trainmedic.catalogue import bundled
 from trainmedic.engine import Diagnoser
-from trainmedic.watch import Follower
+from trainmedic.watch import Follower, GrowingFile
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fp16-loss-scale-4ranks.log"
 
@@ -28,9 +28,32 @@ def test_follower_reads_each_byte_once_and_survives_truncation(tmp_path: Path) -
     assert follower.bytes_read == EXAMPLE.stat().st_size
     diagnosis = follower.diagnoser.diagnosis()
     assert diagnosis.initiating_rank == 2
-    log.write_bytes(b"restarted\n")
-    assert follower.poll() == len(b"restarted\n")
+    restarted = (b"restarted\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                 b"20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 3.06 GiB is free.\n")
+    log.write_bytes(restarted)
+    assert follower.poll() == len(restarted)
+    oom = next(f for f in follower.diagnoser.diagnosis().findings if f.rule_id == "cuda-oom")
+    assert [(line.path, line.number) for line in oom.evidence] == [(str(log), 2)]  # anew
     follower.close()
+
+
+def test_a_rotated_or_rewritten_file_is_read_again(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_bytes(b"one\ntwo\n")
+    file = GrowingFile(str(log))
+    assert b"".join(file.read()) == b"one\ntwo\n"
+    log.rename(tmp_path / "run.log.1")  # rotated: a new file, already longer than the old
+    log.write_bytes(b"restart 1\nrestart 2\n")
+    assert file.restart_if_rewritten()
+    assert b"".join(file.read()) == b"restart 1\nrestart 2\n"
+    log.write_bytes(b"RESTART 1\nrestart 2\nrestart 3\n")  # rewritten in place, longer
+    assert file.restart_if_rewritten()
+    assert b"".join(file.read()) == b"RESTART 1\nrestart 2\nrestart 3\n"
+    with log.open("ab") as f:
+        f.write(b"restart 4\n")
+    assert not file.restart_if_rewritten()  # appended to: only the new bytes are read
+    assert b"".join(file.read()) == b"restart 4\n"
+    file.close()
 
 
 def test_watch_reports_when_the_root_cause_is_written(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trainmedic.catalogue import Catalogue
-from trainmedic.events import Matcher
+from trainmedic.matching import Matcher
 
 BACKENDS = ("auto", "python", "hyperscan")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from trainmedic.metrics import Sample
@@ -46,6 +46,21 @@ DETECTORS: dict[str, tuple[str, dict[str, float]]] = {
 }
 
 
+# The sample values each detector reads: a sample with none of them leaves it as it was.
+READS: dict[str, frozenset[str]] = {
+    "non-finite-loss": frozenset({"loss"}),
+    "zero-loss-run": frozenset({"loss"}),
+    "loss-divergence": frozenset({"loss"}),
+    "non-finite-grad-norm": frozenset({"grad_norm"}),
+    "grad-norm-huge": frozenset({"grad_norm"}),
+    "grad-norm-spike": frozenset({"grad_norm"}),
+    "grad-norm-growth": frozenset({"grad_norm"}),
+    "scale-collapse": frozenset({"loss_scale"}),
+    "scale-stuck": frozenset({"loss_scale"}),
+    "overflow-rate": frozenset({"loss_scale", "skipped"}),
+}
+
+
 @dataclass
 class Detector:
     """One detector with its parameters, run over one rank's samples."""
@@ -63,6 +78,7 @@ class Detector:
     _samples: int = 0
     _first_step: int | None = None
     _history: deque[float] = field(default_factory=deque)
+    _check: Callable[[Sample, Line], None] = field(init=False, repr=False)
 
     def _hit(self, line: Line) -> None:
         self.fired = True
@@ -73,7 +89,10 @@ class Detector:
     def feed(self, sample: Sample, line: Line) -> None:
         """One sample in order; its x (step, else line number) marks the anomaly on a plot."""
         self._x = float(sample.step) if sample.step is not None else float(line.number)
-        getattr(self, "_" + self.name.replace("-", "_"))(sample, line)
+        self._check(sample, line)
+
+    def __post_init__(self) -> None:
+        self._check = getattr(self, "_" + self.name.replace("-", "_"))
 
     def _non_finite_loss(self, sample: Sample, line: Line) -> None:
         value = sample.get("loss")

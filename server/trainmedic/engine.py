@@ -14,11 +14,15 @@ from typing import BinaryIO
 
 from trainmedic.attribution import attribute_ranks, chronological
 from trainmedic.catalogue import Catalogue, Rule
-from trainmedic.events import EventExtractor, Matcher, RankCensus
+from trainmedic.events import EventExtractor
 from trainmedic.formats import Source, adapt
 from trainmedic.launcher import LAUNCHER, read_report
+from trainmedic.matching import Matcher
 from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback
+from trainmedic.parallel import read_in_parallel
+from trainmedic.ranks import rank_of_path
 from trainmedic.reader import Chunk, read_chunks
+from trainmedic.scan import ChunkScan, Scanner
 from trainmedic.series import MetricSeries, detector_key
 
 EVIDENCE_PER_FINGERPRINT = 8
@@ -73,8 +77,13 @@ class Evidence:
 def metric_series(catalogue: Catalogue) -> MetricSeries:
     """An empty series running every detector configuration the catalogue's rules name."""
     return MetricSeries.for_keys(
-        (detector_key(d.name, dict(d.params)) for rule in catalogue.rules for d in rule.detectors),
-        (re.compile(pattern) for rule in catalogue.rules for pattern in rule.metric_patterns))
+        detector_key(d.name, dict(d.params)) for rule in catalogue.rules for d in rule.detectors)
+
+
+def scanner_for(catalogue: Catalogue, matcher: Matcher | None = None) -> Scanner:
+    """A scanner with the catalogue's fingerprints and its rules' own metric patterns."""
+    return Scanner(matcher or Matcher(catalogue),
+                   (re.compile(p) for rule in catalogue.rules for p in rule.metric_patterns))
 
 
 def _confidence(rule: Rule, found: _RuleEvidence,
@@ -152,22 +161,32 @@ def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
 class Diagnoser:
     """One run's diagnosis built up chunk by chunk: ask for the answer at any point.
 
-    `diagnose` feeds it whole inputs; `trainmedic watch` feeds it what a growing log appends.
+    `diagnose` feeds it whole inputs, `parallel` the scans of other processes in order, and
+    `trainmedic watch` what a growing log appends.
     """
 
     def __init__(self, catalogue: Catalogue, matcher: Matcher | None = None) -> None:
         self.catalogue = catalogue
-        self.extractor = EventExtractor(matcher or Matcher(catalogue))
-        self.census = RankCensus()
+        self.scanner = scanner_for(catalogue, matcher)
+        self.extractor = EventExtractor()
+        self.census: set[int] = set()
         self.evidence = Evidence(metrics=metric_series(catalogue))
         self.times: dict[str, float] = {}
+        self.next_line: dict[str, int] = {}
 
     def start(self, path: str, timestamp: float | None = None) -> None:
         """Announce a source (in the order sources should be read) and its file-wide time."""
         if path not in self.evidence.paths:
             self.evidence.paths.append(path)
+            if (rank := rank_of_path(path)) is not None:
+                self.census.add(rank)
         if timestamp is not None:
             self.times[path] = timestamp
+
+    def restart(self, path: str) -> None:
+        """The source was rewritten: what comes next is its first line again."""
+        self.next_line.pop(path, None)
+        self.extractor.sources.pop(path, None)
 
     def read(self, source: Source) -> None:
         """A whole source, start to end."""
@@ -176,22 +195,33 @@ class Diagnoser:
             self.add(chunk)
 
     def add(self, chunk: Chunk) -> None:
-        self.census.add(chunk)
-        self.evidence.metrics.add(chunk)
-        for event in self.extractor.extract(chunk, self.times.get(chunk.path)):
+        self.fold(self.scanner.scan(chunk))
+
+    def fold(self, scan: ChunkScan) -> None:
+        """The next scan of its source, in order."""
+        first = self.next_line.get(scan.path, 1)
+        self.next_line[scan.path] = first + scan.lines
+        self.census |= scan.ranks
+        for sample, line in scan.samples:
+            self.evidence.metrics.feed(sample, Line(line.path, first + line.number, line.text,
+                                                    line.rank))
+        for event in self.extractor.extract(scan, first, self.times.get(scan.path)):
             self.evidence.add(event)
 
     def diagnosis(self) -> Diagnosis:
-        self.evidence.ranks_seen |= self.census.ranks | self.evidence.metrics.ranks
+        self.evidence.ranks_seen |= self.census | self.evidence.metrics.ranks
         return diagnose_evidence(self.evidence, self.catalogue)
 
 
 def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
-             matcher: Matcher | None = None) -> Diagnosis:
-    """Read every input once and diagnose them together as one run."""
+             matcher: Matcher | None = None, jobs: int = 1) -> Diagnosis:
+    """Read every input once and diagnose them together as one run, in `jobs` processes."""
     diagnoser = Diagnoser(catalogue, matcher)
-    for path, stream in inputs:  # one input at a time: each may be opened lazily
-        diagnoser.read(adapt(path, stream))
+    if jobs > 1:
+        read_in_parallel(diagnoser, inputs, jobs)
+    else:
+        for path, stream in inputs:  # one input at a time: each may be opened lazily
+            diagnoser.read(adapt(path, stream))
     return diagnoser.diagnosis()
 
 

@@ -21,12 +21,19 @@ METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 
 # Only lines with one of these words are parsed.
 _TRIGGER = re.compile(r"(?i:loss|grad[_ ]norm)")
-# Text that makes a chunk worth reading in full: a non-finite or a zero loss.
-_NOTABLE_WORDS = ("nan", "NaN", "inf", "Inf")
-# Lines always read, wherever they are: loss-scale changes and skipped steps are rare and exact.
+# Chunk-wide signals the sampler acts on; a matcher reports which a chunk holds, in the same pass
+# as its fingerprints. A non-finite or zero loss makes a chunk worth reading in full; loss-scale
+# changes and skipped steps are rare and exact, so their lines are always read.
+SIGNALS = {
+    "non-finite": r"\b(?:nan|NaN|inf|Inf)\b",
+    "zero-loss": r"loss['\"]?\s{0,3}[:=]\s{0,3}0(?:\.0*)?(?:[^\w.]|$)",
+    "scale": r"cale|Skipping",
+}
+SIGNAL_REGEXES = {name: re.compile(pattern, re.MULTILINE) for name, pattern in SIGNALS.items()}
 _SCALE_LINE = re.compile(r"scale|Skipping step")
-_ZERO_LOSS = re.compile(r"loss['\"]?\s{0,3}[:=]\s{0,3}0(?:\.0*)?(?![\w.])")
-SAMPLES_PER_QUIET_CHUNK = 128
+NOTABLE_CONTEXT = 1 << 15
+SAMPLES_PER_CHUNK = 32
+SHORT_CHUNK_CHARS = 1 << 16
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
 _PAIR = re.compile(
@@ -63,7 +70,10 @@ class Sample:
     skipped: int = 0
 
     def get(self, name: str) -> float | None:
-        return dict(self.values).get(name)
+        for key, value in self.values:  # a handful of pairs: a scan beats building a dict
+            if key == name:
+                return value
+        return None
 
 
 def _float(text: str) -> float | None:
@@ -131,25 +141,47 @@ def _extra_values(body: str, extra: Sequence[re.Pattern[str]]) -> dict[str, floa
     return values
 
 
-def scan_metrics(chunk: Chunk,
-                 extra: Sequence[re.Pattern[str]] = ()) -> Iterator[tuple[Sample, Line]]:
-    """The samples of one chunk, with their lines (rank set, no timestamp).
+def _one_per_slot(text: str, slot: int) -> list[int]:
+    """Where the first metric word of each `slot` characters of `text` is, once per line."""
+    found, position = [], 0
+    while (match := _TRIGGER.search(text, position)) is not None:
+        found.append(match.start())
+        line_end = text.find("\n", match.start())
+        position = max(line_end + 1, (match.start() // slot + 1) * slot)
+    return found
 
-    A chunk with a notable value (a non-finite or zero loss) is read in full. In a quiet chunk
-    only the first SAMPLES_PER_QUIET_CHUNK metric lines are read, plus every line that reports a
-    loss scale or a skipped step: plenty for the plotted series and the trend detectors, exact
-    for the scale detectors, and a log of a billion steps does not cost a parse per line.
+
+def scan_metrics(chunk: Chunk, signals: frozenset[str],
+                 extra: Sequence[re.Pattern[str]] = ()) -> Iterator[tuple[Sample, Line]]:
+    """The samples of one chunk holding `signals`, with their lines numbered from 0 (rank set,
+    no timestamp).
+
+    A chunk shorter than SHORT_CHUNK_CHARS is read line by line. A longer one is cut into
+    SAMPLES_PER_CHUNK equal slots and the first metric line of each is read: plenty for the
+    plotted series and the trend detectors. Where a loss or norm is non-finite or zero, every
+    metric line within NOTABLE_CONTEXT characters is read too, so each rank's samples before
+    and after it are seen (every rank prints in every stretch of a log). Lines that report a
+    loss scale or a skipped step are always read: they are rare, and the scale detectors need
+    every one. A log of a billion steps thus costs no parse per line.
     """
     text = chunk.text
-    notable = any(word in text for word in _NOTABLE_WORDS) or _ZERO_LOSS.search(text)
-    triggers = [m.start() for m in _TRIGGER.finditer(text)]
-    if not notable:
-        triggers = triggers[:SAMPLES_PER_QUIET_CHUNK]
-        if "cale" in text or "Skipping" in text:
-            triggers = sorted({*triggers, *(m.start() for m in _SCALE_LINE.finditer(text))})
+    triggers = _one_per_slot(text, 1 if len(text) < SHORT_CHUNK_CHARS else
+                             len(text) // SAMPLES_PER_CHUNK)
+    notable = [m.start() for name in ("non-finite", "zero-loss") if name in signals
+               for m in SIGNAL_REGEXES[name].finditer(text)]
+    start, end = 0, 0
+    for position in sorted(notable):
+        if position - NOTABLE_CONTEXT > end:  # a new stretch: read the one before
+            triggers.extend(m.start() for m in _TRIGGER.finditer(text, start, end))
+            start = max(0, position - NOTABLE_CONTEXT)
+        end = position + NOTABLE_CONTEXT
+    triggers.extend(m.start() for m in _TRIGGER.finditer(text, start, end))
+    if "scale" in signals:
+        triggers.extend(m.start() for m in _SCALE_LINE.finditer(text))
     if extra:
-        triggers = sorted({*triggers, *(m.start() for p in extra for m in p.finditer(text))})
-    offset, number, end = 0, chunk.first_line, -1
+        triggers.extend(m.start() for p in extra for m in p.finditer(text))
+    triggers = sorted(set(triggers))
+    offset, number, end = 0, 0, -1
     for position in triggers:
         if position <= end:
             continue  # another metric word on a line already read

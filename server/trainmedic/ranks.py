@@ -61,9 +61,9 @@ _PATH_RANK = (
                re.IGNORECASE),
 )
 # Rank markers counted over whole chunks, to know which ranks exist even if they stayed quiet.
-_CENSUS = re.compile(
-    r"\[(?:rank ?|default|Rank )(\d{1,6})\]|^\[\d{1,6},(\d{1,6})\]<std|^ {0,4}(\d{1,6}): (?=\S)",
-    re.MULTILINE)
+# Each pattern starts with a literal, which the regex engine finds fast.
+_CENSUS_MARKERS = re.compile(r"\[(?:rank ?|default|Rank )(\d{1,6})\]")
+_CENSUS_PREFIXES = re.compile(r"\n(?:\[\d{1,6},(\d{1,6})\]<std| {0,4}(\d{1,6}): (?=\S))")
 
 
 def rank_of_path(path: str) -> int | None:
@@ -76,5 +76,7 @@ def rank_of_path(path: str) -> int | None:
 
 
 def census(text: str) -> set[int]:
-    """Every rank named by a rank marker anywhere in `text`."""
-    return {int(a or b or c) for a, b, c in set(_CENSUS.findall(text))}
+    """Every rank named by a rank marker anywhere in `text`, or by a launcher's line prefix."""
+    found = set(_CENSUS_MARKERS.findall(text))
+    found.update(a or b for a, b in set(_CENSUS_PREFIXES.findall("\n" + text)))
+    return {int(rank) for rank in found}

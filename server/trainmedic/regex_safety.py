@@ -132,8 +132,9 @@ def required_literals(pattern: str, ignore_case: bool = False) -> tuple[str, ...
         parsed = list(_p.parse(pattern))
     except Exception:
         return None
+    parsed = [node for node in parsed if node[0] is not _c.AT]  # anchors match no text
     while len(parsed) == 1 and parsed[0][0] is _c.SUBPATTERN and parsed[0][1][1:3] == (0, 0):
-        parsed = list(parsed[0][1][-1])
+        parsed = [node for node in parsed[0][1][-1] if node[0] is not _c.AT]
     if len(parsed) == 1 and parsed[0][0] is _c.BRANCH:
         branches = [_longest_literal(branch) for branch in parsed[0][1][1]]
         return tuple(branches) if all(len(b) >= 3 for b in branches) else None

@@ -8,15 +8,13 @@ the same memory as a short one.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainmedic.detectors import Detector, detector_params
-from trainmedic.metrics import METRICS, Sample, scan_metrics
+from trainmedic.detectors import READS, Detector, detector_params
+from trainmedic.metrics import METRICS, Sample
 from trainmedic.model import Line
-from trainmedic.reader import Chunk
 
 PLOT_POINTS = 500
 ANOMALIES_KEPT = 50
@@ -51,33 +49,33 @@ class MetricSeries:
     """Feeds every sample to the configured detectors of its rank and to the plot series."""
 
     keys: tuple[DetectorKey, ...]
-    extra: tuple[re.Pattern[str], ...] = ()
     detectors: dict[tuple[DetectorKey, int | None], Detector] = field(default_factory=dict)
+    detectors_of: dict[int | None, list[Detector]] = field(default_factory=dict)
     series: dict[tuple[str, int | None], _Series] = field(default_factory=dict)
     plotted_ranks: set[int | None] = field(default_factory=set)
     ranks: set[int] = field(default_factory=set)
     samples: int = 0
 
     @classmethod
-    def for_keys(cls, keys: Iterable[DetectorKey],
-                 extra: Iterable[re.Pattern[str]] = ()) -> MetricSeries:
-        return cls(tuple(dict.fromkeys(keys)), tuple(extra))
-
-    def add(self, chunk: Chunk) -> None:
-        """Feed every sample of a chunk."""
-        for sample, line in scan_metrics(chunk, self.extra):
-            self.feed(sample, line)
+    def for_keys(cls, keys: Iterable[DetectorKey]) -> MetricSeries:
+        return cls(tuple(dict.fromkeys(keys)))
 
     def feed(self, sample: Sample, line: Line) -> None:
         self.samples += 1
-        if line.rank is not None:
-            self.ranks.add(line.rank)
-        for key in self.keys:
-            slot = (key, line.rank)
-            detector = self.detectors.get(slot)
-            if detector is None:
-                detector = self.detectors[slot] = Detector(key[0], dict(key[1]))
-            detector.feed(sample, line)
+        detectors = self.detectors_of.get(line.rank)
+        if detectors is None:
+            detectors = self.detectors_of[line.rank] = []
+            if line.rank is not None:
+                self.ranks.add(line.rank)
+            for key in self.keys:
+                detector = self.detectors[(key, line.rank)] = Detector(key[0], dict(key[1]))
+                detectors.append(detector)
+        present = {name for name, _ in sample.values}
+        if sample.skipped:
+            present.add("skipped")
+        for detector in detectors:
+            if not present.isdisjoint(READS[detector.name]):
+                detector.feed(sample, line)
         x = float(sample.step) if sample.step is not None else float(line.number)
         for name, value in sample.values:
             plot = self.series.get((name, line.rank))

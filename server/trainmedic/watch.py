@@ -1,18 +1,17 @@
 """Follow growing logs (files or a torchrun log folder) and report as soon as a root cause shows.
 
 Each file is read once: every poll reads only the bytes appended since the last one, so
-following a log costs no more than reading it. A file that shrinks was rotated or truncated
-and is read again from its start; new files in a watched folder join when they appear.
+following a log costs no more than reading it. A file that was rotated, truncated or rewritten
+is read again from its start; new files in a watched folder join when they appear. The
+language server follows an open log with the same `GrowingFile`.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
 
 from trainmedic.catalogue import Catalogue
 from trainmedic.engine import Diagnoser
@@ -22,14 +21,70 @@ from trainmedic.model import Diagnosis
 from trainmedic.reader import CHUNK_BYTES, Chunker
 
 READ_PER_POLL = 64 * CHUNK_BYTES
+TAIL_BYTES = 1024  # the last bytes read, read again to tell an append from a rewrite
+
+
+class GrowingFile:
+    """One file that is being appended to, read from where the last read stopped.
+
+    Growth is trusted only when the file is still the one opened (log rotation replaces it),
+    no shorter than what was read, and still holds the last bytes read where they were read;
+    otherwise it was rewritten and is read again from its start.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.stream = open(path, "rb")  # noqa: SIM115 - kept open while followed
+        self.inode = os.fstat(self.stream.fileno()).st_ino
+        self.position = 0
+        self.tail = b""
+
+    def _rewritten(self) -> bool:
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return False  # moved away: whatever is written there next is another file
+        if stat.st_ino != self.inode or stat.st_size < self.position:
+            return True
+        if stat.st_size == self.position or not self.tail:
+            return False
+        self.stream.seek(self.position - len(self.tail))
+        return self.stream.read(len(self.tail)) != self.tail
+
+    def restart_if_rewritten(self) -> bool:
+        """Whether the file was rewritten and is now to be read again from its start."""
+        if not self._rewritten():
+            return False
+        try:
+            stream = open(self.path, "rb")  # noqa: SIM115 - kept open while followed
+            inode = os.fstat(stream.fileno()).st_ino
+        except OSError:
+            return False  # gone again: look next time
+        self.stream.close()
+        self.stream, self.inode, self.position, self.tail = stream, inode, 0, b""
+        return True
+
+    def read(self, budget: int | None = None) -> Iterator[bytes]:
+        """What the file appended since the last read (at most `budget` bytes), in pieces."""
+        self.stream.seek(self.position)
+        while budget is None or budget > 0:
+            data = self.stream.read(CHUNK_BYTES if budget is None else min(CHUNK_BYTES, budget))
+            if not data:
+                return
+            self.position += len(data)
+            self.tail = (self.tail + data)[-TAIL_BYTES:]
+            if budget is not None:
+                budget -= len(data)
+            yield data
+
+    def close(self) -> None:
+        self.stream.close()
 
 
 @dataclass
 class _Followed:
-    stream: BinaryIO
+    file: GrowingFile
     chunker: Chunker
-    inode: int
-    position: int = 0
 
 
 @dataclass
@@ -38,7 +93,7 @@ class Follower:
 
     paths: list[str]
     diagnoser: Diagnoser
-    files: dict[str, _Followed] = field(default_factory=dict)
+    files: dict[str, _Followed | None] = field(default_factory=dict)  # None: read whole, once
     bytes_read: int = 0
     warnings: list[str] = field(default_factory=list)
 
@@ -52,19 +107,18 @@ class Follower:
 
     def _open(self, name: str) -> None:
         try:
-            stream = open(name, "rb")  # noqa: SIM115 - kept open while followed
-            inode = os.fstat(stream.fileno()).st_ino
+            file = GrowingFile(name)
         except OSError:
             return
         if name.endswith(".json"):  # an error file is written whole, once
-            source = adapt(name, stream)
+            source = adapt(name, file.stream)
             if source.timestamp is not None:
                 self.diagnoser.read(source)
-                self.files[name] = _Followed(io.BytesIO(), Chunker(name), inode)
-                stream.close()
+                self.files[name] = None
+                file.close()
                 return
         self.diagnoser.start(name)
-        self.files[name] = _Followed(stream, Chunker(name), inode)
+        self.files[name] = _Followed(file, Chunker(name, eager=True))
 
     def poll(self) -> int:
         """Read what every followed file appended; returns the number of new bytes."""
@@ -73,26 +127,22 @@ class Follower:
                 self._open(name)
         fresh = 0
         for name, followed in self.files.items():
-            try:
-                size = os.stat(name).st_size
-            except OSError:
+            if followed is None:
                 continue
-            if size < followed.position:  # truncated or rotated: start again
-                followed.stream.seek(0)
-                followed.position, followed.chunker = 0, Chunker(name)
-            budget = READ_PER_POLL
-            while budget > 0 and (data := followed.stream.read(min(CHUNK_BYTES, budget))):
-                followed.position += len(data)
+            if followed.file.restart_if_rewritten():
+                followed.chunker = Chunker(name, eager=True)
+                self.diagnoser.restart(name)
+            for data in followed.file.read(READ_PER_POLL):
                 fresh += len(data)
-                budget -= len(data)
-                if (chunk := followed.chunker.feed(data)) is not None:
+                for chunk in followed.chunker.feed(data):
                     self.diagnoser.add(chunk)
         self.bytes_read += fresh
         return fresh
 
     def close(self) -> None:
         for followed in self.files.values():
-            followed.stream.close()
+            if followed is not None:
+                followed.file.close()
 
 
 def watch(paths: list[str], catalogue: Catalogue, interval: float = 1.0,

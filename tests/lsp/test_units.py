@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 from typing import get_args
@@ -10,9 +11,10 @@ from typing import get_args
 import pytest
 from lsprotocol import types
 
-from trainmedic.lsp.diagnostics import LineMap
+from trainmedic.lsp.diagnostics import LineIndex, LineMap
 from trainmedic.lsp.features.log_diagnostics import is_log
 from trainmedic.lsp.settings import CollateralSeverity, Settings, camel_case
+from trainmedic.reader import read_lines
 
 PACKAGE_JSON = Path(__file__).resolve().parents[2] / "extension" / "package.json"
 
@@ -82,6 +84,19 @@ def test_line_map_follows_the_editor() -> None:
     assert lines.range(3).start.line == 4
     assert lines.range(3).end.character == 4
     assert lines.range(4).start.line == 5
+
+
+def test_line_index_places_lines_as_the_line_map_does() -> None:
+    text = "a\r\nbb\n\r10%\r100%\nlast é\r\n\r\r\nx\r\ry\n\rz\n"
+    data = text.encode("utf-8")
+    lines = list(read_lines(io.BytesIO(data), "run.log"))
+    expected = LineMap(text, types.Position(line=0, character=0))
+    for size in range(1, len(data) + 1):  # however the bytes arrive, CRLFs split included
+        index = LineIndex()
+        for start in range(0, len(data), size):
+            index.feed(data[start : start + size])
+        assert [index.place(line) for line in lines] == \
+            [expected.range(line.number) for line in lines], size
 
 
 def test_line_map_places_a_selection() -> None:

@@ -14,6 +14,7 @@ export interface Settings {
     readonly rulePacks: readonly string[];
     readonly logGlobs: readonly string[];
     readonly diagnoseOnOpen: boolean;
+    readonly followLogs: boolean;
     readonly collateralSeverity: CollateralSeverity;
     readonly scriptChecks: boolean;
     readonly notifyOnFailedCommand: boolean;
@@ -25,6 +26,7 @@ export const DEFAULT_SETTINGS: Settings = {
     rulePacks: [],
     logGlobs: ['**/*.log', '**/*.out', '**/*.err', '**/slurm-*.out'],
     diagnoseOnOpen: true,
+    followLogs: true,
     collateralSeverity: 'information',
     scriptChecks: true,
     notifyOnFailedCommand: true,
@@ -35,6 +37,7 @@ export interface ServerSettings {
     readonly rulePacks: string[];
     readonly logGlobs: string[];
     readonly diagnoseOnOpen: boolean;
+    readonly followLogs: boolean;
     readonly collateralSeverity: CollateralSeverity;
     readonly scriptChecks: boolean;
     readonly workspaceTrusted: boolean;
@@ -46,6 +49,7 @@ export const RESTART_ON_CHANGE: readonly string[] = [
     'rulePacks',
     'logGlobs',
     'diagnoseOnOpen',
+    'followLogs',
     'collateralSeverity',
     'scriptChecks',
 ].map((key) => `${SECTION}.${key}`);
@@ -78,6 +82,7 @@ export function readSettings(get: ConfigGet, report: (problem: string) => void):
         rulePacks: pick('rulePacks', isStringArray, d.rulePacks),
         logGlobs: pick('logGlobs', isStringArray, d.logGlobs),
         diagnoseOnOpen: pick('diagnoseOnOpen', isBoolean, d.diagnoseOnOpen),
+        followLogs: pick('followLogs', isBoolean, d.followLogs),
         collateralSeverity: pick('collateralSeverity', isSeverity, d.collateralSeverity),
         scriptChecks: pick('scriptChecks', isBoolean, d.scriptChecks),
         notifyOnFailedCommand: pick('notifyOnFailedCommand', isBoolean, d.notifyOnFailedCommand),
@@ -109,6 +114,7 @@ export function toServerSettings(settings: Settings, trusted: boolean, context: 
         rulePacks: settings.rulePacks.map((p) => expandPath(p, context)),
         logGlobs: [...settings.logGlobs],
         diagnoseOnOpen: settings.diagnoseOnOpen,
+        followLogs: settings.followLogs,
         collateralSeverity: settings.collateralSeverity,
         scriptChecks: settings.scriptChecks,
         workspaceTrusted: trusted,

@@ -46,6 +46,7 @@ describe('settings', () => {
             rulePacks: [path.join('/ws', 'rules/site'), '/home/me/packs', '/abs/pack'],
             logGlobs: ['**/*.log', '**/*.out', '**/*.err', '**/slurm-*.out'],
             diagnoseOnOpen: true,
+            followLogs: true,
             collateralSeverity: 'hint',
             scriptChecks: true,
             workspaceTrusted: false,
@@ -55,7 +56,7 @@ describe('settings', () => {
 
     it('sends neither the interpreter nor the client-only settings to the server', () => {
         const keys = Object.keys(toServerSettings(DEFAULT_SETTINGS, true, context)).sort();
-        assert.deepEqual(keys, ['collateralSeverity', 'diagnoseOnOpen', 'logGlobs', 'rulePacks', 'scriptChecks', 'workspaceTrusted']);
+        assert.deepEqual(keys, ['collateralSeverity', 'diagnoseOnOpen', 'followLogs', 'logGlobs', 'rulePacks', 'scriptChecks', 'workspaceTrusted']);
     });
 
     it('restarts the server for server settings and the interpreter only', () => {

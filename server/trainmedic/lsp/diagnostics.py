@@ -3,13 +3,15 @@
 The root cause gets an Error on the initiating rank's first failure line; every other evidence
 line gets the collateral severity and a link back to that line. Line numbers are mapped from
 the core's (lines split on newlines only, a `\\r` overwrite resolved to its last text) to the
-editor's, which also breaks lines at a lone `\\r`.
+editor's, which also breaks lines at a lone `\\r`: by `LineMap` over a text in memory, by
+`LineIndex` over a file read as it grows.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from lsprotocol import types
 
@@ -85,15 +87,67 @@ class LineMap:
         return types.Range(start=types.Position(line=line, character=column),
                            end=types.Position(line=line, character=end))
 
+    def place(self, line: Line) -> types.Range:
+        return self.range(line.number)
+
+
+class LineIndex:
+    """Where the core's line N of a file is in the editor, kept up as the file's bytes arrive.
+
+    `LineMap` for a followed log, without its text: only the lines that hold lone `\\r`s (a
+    progress bar) are remembered. A line ends where its text as the core keeps it ends (ANSI
+    escapes left out), the only place it may differ from `LineMap`.
+    """
+
+    def __init__(self, encoding: str | None = None) -> None:
+        self.encoding = encoding
+        self.lines = 0  # complete lines so far
+        self.marked: list[int] = []  # the (0-based) lines with lone CRs, in order
+        self.shifts: list[int] = []  # lone CRs up to and including each marked line
+        self.crs = self.trailing = 0  # in the line still being read; trailing CRs are no breaks
+
+    def feed(self, data: bytes) -> None:
+        """The next bytes of the file."""
+        if not self.crs and b"\r" not in data:
+            self.lines += data.count(b"\n")
+            return
+        *complete, rest = data.split(b"\n")
+        for piece in complete:
+            self._extend(piece)
+            lone = self.crs - self.trailing
+            if lone:
+                self.marked.append(self.lines)
+                self.shifts.append((self.shifts[-1] if self.shifts else 0) + lone)
+            self.lines += 1
+            self.crs = self.trailing = 0
+        self._extend(rest)
+
+    def _extend(self, piece: bytes) -> None:
+        kept = piece.rstrip(b"\r")
+        self.crs += piece.count(b"\r")
+        self.trailing = len(piece) - len(kept) + (0 if kept else self.trailing)
+
+    def place(self, line: Line) -> types.Range:
+        index = line.number - 1
+        marked = bisect_right(self.marked, index)
+        row = index + (self.shifts[marked - 1] if marked else 0)
+        return types.Range(start=types.Position(line=row, character=0),
+                           end=types.Position(line=row, character=width(line.text, self.encoding)))
+
+
+class Positions(Protocol):
+    """Where a core line is in the editor: a `LineMap` or a `LineIndex`."""
+
+    def place(self, line: Line) -> types.Range: ...
+
 
 def _on(rank: int | None) -> str:
     return f" on rank {rank}" if rank is not None else ""
 
 
-def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, text: str,
-                start: types.Position, collateral: str, encoding: str | None = None) -> Published:
-    """The diagnostics for `diagnosis` of `text`, which starts at `start` in document `uri`."""
-    lines = LineMap(text, start, encoding)
+def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, lines: Positions,
+                collateral: str) -> Published:
+    """The diagnostics for `diagnosis` in document `uri`, whose lines are placed by `lines`."""
     severity = SEVERITIES[collateral]
     root = root_cause(diagnosis)
     diagnostics: list[types.Diagnostic] = []
@@ -103,7 +157,7 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, text: str,
 
     def add(finding: Finding, line: Line, message: str, is_root: bool) -> None:
         rule = catalogue.by_id[finding.rule_id]
-        where = lines.range(line.number)
+        where = lines.place(line)
         data: dict[str, Any] = {"rule_id": rule.id, "fix": rule.fix, "verify": rule.verify_command,
                                 "role": finding.role.value, "rank": rank_of(finding, line)}
         diagnostics.append(types.Diagnostic(
@@ -122,7 +176,7 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, text: str,
         title = catalogue.by_id[top.rule_id].title
         add(top, root_line, f"Root cause{_on(initiating)}: {title} "
             f"(confidence {top.confidence:.2f})", True)
-        at = lines.range(root_line.number)
+        at = lines.place(root_line)
         related = [types.DiagnosticRelatedInformation(
             location=types.Location(uri=uri, range=at),
             message=f"root cause{_on(initiating)}: {title}")]

@@ -22,7 +22,7 @@ from lsprotocol import types
 from trainmedic.backends import matcher_for
 from trainmedic.catalogue import Catalogue
 from trainmedic.engine import diagnose
-from trainmedic.events import Matcher
+from trainmedic.matching import Matcher
 from trainmedic.model import Diagnosis
 
 if TYPE_CHECKING:
@@ -109,14 +109,17 @@ async def run(ls: TrainmedicServer, text: str, path: str, cancel: threading.Even
         catalogue, matcher = ls.rules.current()
     else:
         matcher = matcher_for(catalogue)
-    if text.count("\n") < LARGE_LINES:
-        return _diagnose(text, path, catalogue, matcher, cancel, lambda p: None), catalogue
-    async with _progress(ls, title, cancel) as report:
-        loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(ls.jobs, _diagnose, text, path, catalogue, matcher,
-                                    cancel, report)
-        try:
-            return await work, catalogue
-        except asyncio.CancelledError:
-            cancel.set()
-            raise
+    with ls.idle_trim.diagnosing():
+        if text.count("\n") < LARGE_LINES:
+            return _diagnose(text, path, catalogue, matcher, cancel, lambda p: None), catalogue
+        async with _progress(ls, title, cancel) as report:
+            loop = asyncio.get_running_loop()
+            try:
+                # Not kept in a variable: the frame would hold the future, the future the
+                # worker's `Cancelled`, and its traceback the frame, a cycle that keeps the
+                # text and the engine's state until the next full garbage collection.
+                return await loop.run_in_executor(ls.jobs, _diagnose, text, path, catalogue,
+                                                  matcher, cancel, report), catalogue
+            except asyncio.CancelledError:
+                cancel.set()
+                raise

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from trainmedic.backends import matcher_for
 from trainmedic.catalogue import Catalogue, RuleError, bundled, load_pack
-from trainmedic.events import Matcher
+from trainmedic.matching import Matcher
 
 RULE_SUFFIXES = (".yaml", ".yml")
 

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cattrs
 from lsprotocol import types
@@ -35,8 +35,12 @@ from trainmedic import __version__
 from trainmedic.catalogue import RuleError
 from trainmedic.lsp.diagnostics import Published
 from trainmedic.lsp.features import FEATURES
+from trainmedic.lsp.memory import IdleTrim
 from trainmedic.lsp.rulepacks import RulePacks
 from trainmedic.lsp.settings import Settings
+
+if TYPE_CHECKING:
+    from pygls.protocol.json_rpc import MessageCallback, MessageHandler
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +97,20 @@ class TrainmedicProtocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    def _execute_handler(self, msg_id: MsgId, handler: MessageHandler,
+                         callback: MessageCallback, args: tuple[Any, ...] | None = None,
+                         kwargs: dict[str, Any] | None = None) -> None:
+        """Run a handler, first forgetting the handlers that have finished.
+
+        pygls 2.1.1 keeps the future of each handler it runs for a notification, or for a
+        built-in feature such as `workspace/executeCommand` (under an id of its own), and never
+        removes it: every message would keep its handler's result, a diagnosis, for good.
+        Rebinding rather than deleting in place leaves any loop over the old dict undisturbed.
+        """
+        self._request_futures = {msg: future for msg, future in self._request_futures.items()
+                                 if not future.done()}
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+
     def _handle_cancel_notification(self, msg_id: MsgId) -> None:
         event = self.cancel_events.get(msg_id)
         if event is not None:
@@ -121,6 +139,7 @@ class TrainmedicServer(LanguageServer):
         self.rules = RulePacks(self._rule_error)
         self.published: dict[str, Published] = {}
         self.jobs = ThreadPoolExecutor(DIAGNOSE_THREADS, thread_name_prefix="trainmedic-job")
+        self.idle_trim = IdleTrim()
         self.loop: asyncio.AbstractEventLoop | None = None
         self._handlers: dict[str, list[Handler]] = {}
         self._options: dict[str, Any] = {}

@@ -22,6 +22,7 @@ class Settings:
     rule_packs: tuple[str, ...] = ()
     log_globs: tuple[str, ...] = DEFAULT_LOG_GLOBS
     diagnose_on_open: bool = True
+    follow_logs: bool = True
     collateral_severity: CollateralSeverity = "information"
     script_checks: bool = True
     # Set by the client from VS Code's Workspace Trust; rule packs load only when true.

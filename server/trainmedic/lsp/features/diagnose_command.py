@@ -20,7 +20,7 @@ from pygls.uris import to_fs_path
 
 from trainmedic.catalogue import Catalogue, RuleError
 from trainmedic.lsp import jobs
-from trainmedic.lsp.diagnostics import publishable
+from trainmedic.lsp.diagnostics import LineMap, publishable
 from trainmedic.lsp.rulepacks import layered
 from trainmedic.lsp.server import TrainmedicServer
 from trainmedic.render import diagnosis_markdown, to_dict
@@ -92,10 +92,10 @@ async def diagnose(ls: TrainmedicServer, *args: object) -> dict[str, Any] | None
     result["markdown"] = diagnosis_markdown(diagnosis, catalogue)
     if request.uri is not None:
         document = ls.workspace.text_documents.get(request.uri)
-        ls.publish(request.uri, publishable(
-            diagnosis, catalogue, request.uri, request.text, request.start,
-            ls.settings.collateral_severity, ls.workspace.position_encoding),
-            document.version if document is not None else None)
+        lines = LineMap(request.text, request.start, ls.workspace.position_encoding)
+        ls.publish(request.uri, publishable(diagnosis, catalogue, request.uri, lines,
+                                            ls.settings.collateral_severity),
+                   document.version if document is not None else None)
     return result
 
 

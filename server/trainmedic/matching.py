@@ -1,0 +1,113 @@
+"""Fingerprints → hits: the pure-Python matcher backend.
+
+A pattern runs only on text that contains one of its required literals, and the literals are
+tested through shared anchors, so a quiet chunk costs a few dozen substring searches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from trainmedic.catalogue import Catalogue, Fingerprint
+from trainmedic.launcher import LAUNCHER, PATTERNS
+from trainmedic.metrics import SIGNAL_REGEXES, SIGNALS
+from trainmedic.model import Hit
+from trainmedic.regex_safety import required_literals
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    rule_id: str
+    fingerprint: Fingerprint
+    literals: tuple[str, ...] | None
+
+
+ANCHOR_LENGTH = 4
+# Four-letter runs common in any English text make poor anchors: they are nearly always present.
+_COMMON = frozenset({"tion", "ment", "ther", "that", "with", "have", "this", "from", "ould",
+                     "ally", "ence", "ance", "able", "ight", "ions", "ated", "ting"})
+
+
+def _anchors(literals: list[str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """Group literals under shared four-character anchors (greedy set cover).
+
+    One `in` test of an absent anchor rules out its whole group, so a quiet chunk costs a few
+    dozen substring searches instead of one per literal. Literals sharing no anchor stay single.
+    """
+    left, groups = sorted(set(literals)), []
+    while left:
+        counts: dict[str, int] = {}
+        for literal in left:
+            for gram in sorted({literal[i:i + ANCHOR_LENGTH]
+                                for i in range(len(literal) - ANCHOR_LENGTH + 1)}):
+                if " " not in gram and gram.lower() not in _COMMON:
+                    counts[gram] = counts.get(gram, 0) + 1
+        best = max(sorted(counts), key=lambda g: counts[g], default=None)
+        if best is None or counts[best] < 2:
+            break
+        groups.append((best, [lit for lit in left if best in lit]))
+        left = [lit for lit in left if best not in lit]
+    return groups, left
+
+
+class Matcher:
+    """Every fingerprint of a catalogue, scanned over a chunk of text (pure-Python backend).
+
+    A pattern runs only on chunks that contain one of its required literals; literals are
+    tested through shared anchors, so most chunks of a healthy log run almost no regex.
+    """
+
+    name = "python-re"
+
+    def __init__(self, catalogue: Catalogue) -> None:
+        launcher = ((LAUNCHER, Fingerprint(name, pattern, 1.0)) for name, pattern in PATTERNS)
+        rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
+        self.patterns = tuple(
+            _Pattern(rule_id, fp, required_literals(fp.pattern, fp.ignore_case))
+            for rule_id, fp in (*rules, *launcher)
+        )
+        self._always = [p for p in self.patterns if p.literals is None]
+        self._by_literal: dict[str, list[_Pattern]] = {}
+        for pattern in self.patterns:
+            for literal in pattern.literals or ():
+                self._by_literal.setdefault(literal, []).append(pattern)
+        self._groups, self._singles = _anchors(list(self._by_literal))
+        self._signals = [(name, required_literals(SIGNALS[name], False), regex)
+                         for name, regex in SIGNAL_REGEXES.items()]
+
+    def _candidates(self, text: str) -> list[_Pattern]:
+        present = [lit for lit in self._singles if lit in text]
+        for anchor, literals in self._groups:
+            if anchor in text:
+                present.extend(lit for lit in literals if lit in text)
+        chosen = {id(p): p for lit in present for p in self._by_literal[lit]}
+        return [*self._always, *chosen.values()]
+
+    def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
+        """(offset, hit) for every match in `text`, in no particular order."""
+        for pattern in self._candidates(text):
+            yield from self._confirm(pattern, text)
+
+    def signals(self, text: str) -> frozenset[str]:
+        """Which of the metric sampler's SIGNALS `text` holds."""
+        return frozenset(name for name, literals, regex in self._signals
+                         if (literals is None or any(lit in text for lit in literals))
+                         and regex.search(text))
+
+    def find(self, text: str) -> tuple[list[tuple[int, Hit]], frozenset[str]]:
+        """The hits and the signals of `text` (a native backend finds both in one pass)."""
+        return list(self.scan(text)), self.signals(text)
+
+    @staticmethod
+    def _confirm(pattern: _Pattern, text: str) -> Iterator[tuple[int, Hit]]:
+        """The pattern's real matches in `text`, with their named groups, `where` applied."""
+        fp = pattern.fingerprint
+        for match in fp.regex.finditer(text):
+            groups = match.groupdict()
+            if fp.where is not None and not fp.where.holds(groups):
+                continue
+            yield match.start(), Hit(
+                pattern.rule_id, fp.name,
+                tuple((k, v) for k, v in groups.items() if v is not None),
+            )

@@ -1,0 +1,110 @@
+"""Big inputs read on every core: pieces of files scanned in worker processes, folded in order.
+
+Chunk boundaries are fixed by byte offset (see `reader`) and a scan needs nothing from the
+chunks before it (see `scan`), so a piece scanned in another process yields exactly the scans a
+read from the start would. The scans are folded in input order, so the answer is the same for
+any number of workers, whichever of them finishes first.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import stat
+from collections import deque
+from collections.abc import Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import TYPE_CHECKING, BinaryIO
+
+from trainmedic.formats import adapt
+from trainmedic.inputs import InputError
+from trainmedic.reader import CHUNK_BYTES, read_part
+from trainmedic.scan import ChunkScan, Scanner
+
+if TYPE_CHECKING:
+    from trainmedic.engine import Diagnoser
+
+PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over costs little
+PARALLEL_MIN_BYTES = 32 * CHUNK_BYTES  # below this, starting workers costs more than it saves
+TASKS_PER_WORKER = 4  # queued ahead, so no worker waits and memory stays bounded
+
+_worker: dict[str, Scanner] = {}  # each worker's scanner, inherited from the parent
+
+
+def _start_worker(scanner: Scanner) -> None:
+    _worker["scanner"] = scanner
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+
+
+def _scan_piece(path: str, first: int, stop: int | None) -> list[ChunkScan]:
+    scanner = _worker["scanner"]
+    try:
+        return [scanner.scan(chunk) for chunk in read_part(path, first, stop)]
+    except OSError as error:
+        raise InputError(f"{path}: {error.strerror or error}") from None
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def jobs_for(files: Iterable[str], requested: int | None) -> int:
+    """How many processes to read `files` with: all cores (or `requested`) for big inputs, one
+    for small ones, and one where processes cannot be forked."""
+    if requested == 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    total = 0
+    for name in files:
+        try:
+            total += os.stat(name).st_size if name != "-" else 0
+        except OSError:
+            continue
+    return (requested or cores()) if total >= PARALLEL_MIN_BYTES else 1
+
+
+def _plain_file_size(path: str, stream: BinaryIO) -> int | None:
+    """The size of a regular file read as it is (not stdin, not bounded or converted)."""
+    try:
+        status = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError):
+        return None
+    if path == "<stdin>" or not stat.S_ISREG(status.st_mode):
+        return None
+    return status.st_size
+
+
+def read_in_parallel(diagnoser: Diagnoser, inputs: Iterable[tuple[str, BinaryIO]],
+                     jobs: int) -> None:
+    """Feed `inputs` to `diagnoser` as `Diagnoser.read` would, scanning them in `jobs` workers."""
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_start_worker, initargs=(diagnoser.scanner,))
+    queued: deque[Future[list[ChunkScan]]] = deque()
+
+    def fold_oldest() -> None:
+        for scan in queued.popleft().result():
+            diagnoser.fold(scan)
+
+    try:
+        for path, stream in inputs:
+            source = adapt(path, stream)
+            size = _plain_file_size(path, stream) if source.stream is stream else None
+            if size is None:  # read here, after everything queued before it
+                while queued:
+                    fold_oldest()
+                diagnoser.read(source)
+                continue
+            diagnoser.start(path)
+            pieces = max(1, -(-size // (PIECE_CHUNKS * CHUNK_BYTES)))
+            for piece in range(pieces):
+                stop = (piece + 1) * PIECE_CHUNKS if piece + 1 < pieces else None
+                queued.append(pool.submit(_scan_piece, path, piece * PIECE_CHUNKS, stop))
+                while len(queued) > jobs * TASKS_PER_WORKER:
+                    fold_oldest()
+        while queued:
+            fold_oldest()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,94 @@
+"""Chunks → scans: everything the diagnosis needs from one chunk, found without any state.
+
+A scan holds a chunk's fingerprint hits, metric samples, rank census and the lines a traceback
+may run through, numbered from the chunk's own first line (0). Needing nothing from earlier
+chunks, chunks can be scanned in any order and in other processes; `events` and the engine then
+fold the scans in order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from trainmedic.matching import Matcher
+from trainmedic.metrics import Sample, scan_metrics
+from trainmedic.model import Hit, Line
+from trainmedic.ranks import census
+from trainmedic.reader import MAX_LINE_CHARS, Chunk, shown
+from trainmedic.tracebacks import CHAIN_MARKERS, HEADER, MAX_BLOCK_LINES
+
+# Only the head of each chunk is read for rank markers: every rank of a running job prints in
+# every stretch of its log, so the head sees them all at a fraction of the cost.
+CENSUS_SPAN = 1 << 17
+
+
+@dataclass(frozen=True)
+class ChunkScan:
+    """What one chunk holds for the diagnosis; line numbers count from its first line, 0."""
+
+    path: str
+    lines: int
+    ranks: frozenset[int]
+    hits: tuple[tuple[Line, tuple[Hit, ...]], ...]
+    samples: tuple[tuple[Sample, Line], ...]
+    block_starts: tuple[int, ...]  # lines that open a traceback or chain one to the next
+    block_lines: dict[int, str]  # the lines a traceback may run through
+
+
+def _block_lines(text: str) -> tuple[tuple[int, ...], dict[int, str]]:
+    """Where traceback headers and chain markers are, and the lines a block may run through.
+
+    A block runs at most MAX_BLOCK_LINES lines from its start; the chunk's first lines are kept
+    too, for a block still open from the chunk before.
+    """
+    marks = set()
+    for marker in (HEADER, *CHAIN_MARKERS):
+        position = text.find(marker)
+        while position >= 0:
+            marks.add(text.rfind("\n", 0, position) + 1)
+            position = text.find(marker, position + len(marker))
+    starts, kept = [], {}
+    free, free_offset = 0, 0  # the first line not kept yet, and where it starts
+    number, counted = 0, 0
+    for offset in sorted({0, *marks}):
+        number += text.count("\n", counted, offset)
+        counted = offset
+        if offset in marks:
+            starts.append(number)
+        if free < number:
+            free, free_offset = number, offset
+        wanted = number + MAX_BLOCK_LINES - free
+        if wanted <= 0:
+            continue
+        pieces = text[free_offset:].split("\n", wanted)  # the lines, then the rest of the text
+        for line in pieces[:-1]:
+            kept[free] = line if len(line) <= MAX_LINE_CHARS else shown(line)
+            free, free_offset = free + 1, free_offset + len(line) + 1
+    return tuple(starts), kept
+
+
+class Scanner:
+    """Scans chunks with one matcher and the catalogue's own metric patterns."""
+
+    def __init__(self, matcher: Matcher, metric_patterns: Iterable[re.Pattern[str]] = ()) -> None:
+        self.matcher = matcher
+        self.metric_patterns = tuple(metric_patterns)
+
+    def scan(self, chunk: Chunk) -> ChunkScan:
+        text = chunk.text
+        found: dict[int, tuple[Line, list[Hit]]] = {}
+        number, counted = 0, 0
+        hits, signals = self.matcher.find(text)
+        for offset, hit in sorted(hits, key=lambda item: item[0]):
+            number += text.count("\n", counted, offset)
+            counted = offset
+            if number not in found:
+                found[number] = (chunk.line_at(offset, number), [])
+            found[number][1].append(hit)
+        starts, kept = _block_lines(text)
+        return ChunkScan(
+            chunk.path, text.count("\n"), frozenset(census(text[:CENSUS_SPAN])),
+            tuple((line, tuple(hits)) for line, hits in found.values()),
+            tuple(scan_metrics(chunk, signals, self.metric_patterns)), starts, kept)

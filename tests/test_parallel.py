@@ -1,0 +1,145 @@
+"""Reading in parallel: the same chunks from any starting point, the same answer for any --jobs."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from trainmedic import parallel
+from trainmedic.catalogue import bundled
+from trainmedic.engine import diagnose
+from trainmedic.inputs import opened
+from trainmedic.reader import Chunk, Chunker, read_chunks, read_part
+from trainmedic.render import to_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOGUE = bundled()
+SMALL = 64  # bytes per chunk in the reader tests, so a few lines span several chunks
+
+lines = st.lists(st.text(st.sampled_from("ab \r\x1bé"), max_size=90), max_size=40)
+
+
+def texts(chunks: list[Chunk]) -> list[tuple[int, str]]:
+    return [(chunk.index, chunk.text) for chunk in chunks]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines, st.booleans(), st.lists(st.integers(1, 200), min_size=1, max_size=20))
+def test_chunks_do_not_depend_on_how_bytes_arrive(body: list[str], newline_at_end: bool,
+                                                   sizes: list[int]) -> None:
+    data = "\n".join(body).encode() + (b"\n" if newline_at_end else b"")
+    whole = list(read_chunks(io.BytesIO(data), "x.log", SMALL))
+    chunker, fed, position = Chunker("x.log", chunk_bytes=SMALL), [], 0
+    while position < len(data):
+        size = sizes[len(fed) % len(sizes)]
+        fed.extend(chunker.feed(data[position:position + size]))
+        position += size
+    if (last := chunker.flush()) is not None:
+        fed.append(last)
+    assert texts(fed) == texts(whole)
+    assert all(chunk.text.endswith("\n") for chunk in whole)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines, st.integers(1, 6))
+def test_parts_of_a_file_cut_the_chunks_a_whole_read_does(tmp_path_factory: pytest.TempPathFactory,
+                                                          body: list[str], pieces: int) -> None:
+    path = tmp_path_factory.mktemp("parts") / "x.log"
+    data = "\n".join(body).encode()
+    path.write_bytes(data)
+    whole = list(read_chunks(io.BytesIO(data), str(path), SMALL))
+    last = -(-len(data) // SMALL)
+    bounds = sorted({0, *(last * i // pieces for i in range(1, pieces))})
+    parts = [chunk for first, stop in zip(bounds, [*bounds[1:], None], strict=True)
+             for chunk in read_part(str(path), first, stop, SMALL)]
+    assert texts(parts) == texts(whole)
+
+
+def test_an_over_long_line_is_cut_the_same_from_any_start(tmp_path: Path) -> None:
+    from trainmedic.reader import MAX_LINE_BYTES
+
+    path = tmp_path / "long.log"
+    path.write_bytes(b"head\n" + b"x" * (3 * MAX_LINE_BYTES) + b"\nloss=nan tail\n")
+    whole = list(read_chunks(path.open("rb"), str(path)))
+    parts = [c for first in range(5) for c in read_part(str(path), first, first + 1)]
+    assert texts(parts) == texts(whole)
+    assert [len(c.text) for c in whole] == [5 + MAX_LINE_BYTES + 1, 14]
+
+
+@pytest.fixture(scope="module")
+def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 256-rank log of 6 MiB: step lines, tqdm bars, warnings, a CUDA OOM and its collateral."""
+    path = tmp_path_factory.mktemp("big") / "job.log"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "make_log.py"), str(path), "6"],
+                   check=True)
+    return path
+
+
+def answer(paths: list[str], jobs: int) -> dict[str, object]:
+    with opened(paths) as streams:
+        return to_dict(diagnose(streams, CATALOGUE, jobs=jobs), CATALOGUE)
+
+
+def test_any_number_of_jobs_gives_the_answer_of_one(big_log: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)  # six pieces for this six-chunk log
+    alone = answer([str(big_log)], 1)
+    assert alone["diagnoses"][0]["rule_id"] == "cuda-oom-fragmentation"  # type: ignore[index]
+    assert alone["initiating_rank"] == 137
+    assert answer([str(big_log)], 2) == alone
+    # Small files and an error file (read in this process) keep their place among the pieces.
+    small = tmp_path / "rank-3.log"
+    small.write_text("[rank3]: step 1 loss=2.5\n[rank3]: step 2 loss=2.4\n", "utf-8")
+    error_file = ROOT / "tests/fixtures/torchrun-logdir/none__jjcm70d/attempt_0/1/error.json"
+    inputs = [str(small), str(big_log), str(error_file), str(small)]
+    one = answer(inputs, 1)
+    for jobs in (2, 3):
+        assert answer(inputs, jobs) == one
+
+
+_scan_piece = parallel._scan_piece
+
+
+def _first_pieces_last(path: str, first: int, stop: int | None) -> list[object]:
+    """A worker's scan that takes longer the earlier its piece (pickled by name, so top level)."""
+    time.sleep(0.3 / (first + 1))
+    return _scan_piece(path, first, stop)  # type: ignore[return-value]
+
+
+def test_the_answer_does_not_depend_on_which_worker_finishes_first(
+        big_log: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)
+    monkeypatch.setattr(parallel, "_scan_piece", _first_pieces_last)
+    assert answer([str(big_log)], 3) == answer([str(big_log)], 1)
+
+
+def test_small_inputs_and_forced_single_job_read_in_one_process(big_log: Path,
+                                                                tmp_path: Path) -> None:
+    small = tmp_path / "a.log"
+    small.write_text("step 1 loss=1.0\n", "utf-8")
+    assert parallel.jobs_for([str(small)], None) == 1
+    assert parallel.jobs_for([str(big_log)], 1) == 1
+    assert parallel.jobs_for([str(big_log)] * 6, 3) == 3  # 36 MiB in all
+
+
+def test_cli_jobs_option(big_log: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "trainmedic", "diagnose", str(big_log),
+                               "--format", "json", *args], capture_output=True, text=True,
+                              check=False)
+
+    one, two = run("--jobs", "1"), run("-j", "2")
+    assert one.returncode == two.returncode == 0
+    assert json.loads(one.stdout) == json.loads(two.stdout)
+    bad = run("--jobs", "0")
+    assert bad.returncode == 2
+    assert "not a process count" in bad.stderr
+    assert "Traceback" not in bad.stderr
