@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from trainmedic import parallel
 from trainmedic.catalogue import bundled
 from trainmedic.engine import diagnose
-from trainmedic.inputs import opened
+from trainmedic.inputs import opened, total_size
 from trainmedic.reader import Chunk, Chunker, read_chunks, read_part
 from trainmedic.render import to_dict
 
@@ -125,9 +125,21 @@ def test_small_inputs_and_forced_single_job_read_in_one_process(big_log: Path,
                                                                 tmp_path: Path) -> None:
     small = tmp_path / "a.log"
     small.write_text("step 1 loss=1.0\n", "utf-8")
-    assert parallel.jobs_for([str(small)], None) == 1
-    assert parallel.jobs_for([str(big_log)], 1) == 1
-    assert parallel.jobs_for([str(big_log)] * 6, 3) == 3  # 36 MiB in all
+    assert parallel.jobs_for(total_size([str(small)]), None) == 1
+    assert parallel.jobs_for(total_size([str(big_log)]), 1) == 1
+    assert parallel.jobs_for(total_size([str(big_log)] * 6), 3) == 3  # 36 MiB in all
+    assert total_size([str(big_log)] * 6, 1 << 20) == 6 << 20  # --max-bytes 1M of each
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_progress_counts_every_byte_once(big_log: Path, jobs: int,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "PIECE_CHUNKS", 2)
+    done: list[int] = []
+    with opened([str(big_log)]) as streams:
+        diagnose(streams, CATALOGUE, jobs=jobs, progress=done.append)
+    assert done == sorted(done)
+    assert done[-1] == big_log.stat().st_size
 
 
 def test_cli_jobs_option(big_log: Path) -> None:

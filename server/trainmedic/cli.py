@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -110,10 +111,28 @@ def _print_diagnosis(diagnosis: Diagnosis, catalogue: Catalogue,
     sys.stdout.write(output if output.endswith("\n") else output + "\n")
 
 
+PROGRESS_MIN_BYTES = 200_000_000  # about a second of reading: below that, no progress line
+
+
+def _progress(total: int) -> Callable[[int], None]:
+    """A progress line on stderr, redrawn at most four times a second."""
+    drawn = [0.0]
+
+    def show(done: int) -> None:
+        now = time.monotonic()
+        if now - drawn[0] >= 0.25:
+            drawn[0] = now
+            sys.stderr.write(f"\rtrainmedic: read {done / 1e6:,.0f} of {total / 1e6:,.0f} MB "
+                             f"({min(100, 100 * done // max(total, 1))}%)\x1b[K")
+            sys.stderr.flush()
+
+    return show
+
+
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from trainmedic.backends import matcher_for
     from trainmedic.engine import diagnose
-    from trainmedic.inputs import expand, opened
+    from trainmedic.inputs import expand, opened, total_size
     from trainmedic.parallel import jobs_for
 
     catalogue = _catalogue(args.rules)
@@ -124,12 +143,17 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     files, warnings = expand(args.paths)
     for warning in warnings:
         print(f"trainmedic: warning: {warning}", file=sys.stderr)
-    jobs = 1 if args.max_bytes else jobs_for(files, args.jobs)
+    total = total_size(files, args.max_bytes)
+    jobs = 1 if args.max_bytes else jobs_for(total, args.jobs)
     if args.verbose:
         print(f"trainmedic: reading with {jobs} process{'es' if jobs > 1 else ''}",
               file=sys.stderr)
+    shown = sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES
     with opened(files, args.max_bytes) as streams:
-        diagnosis = diagnose(streams, catalogue, matcher, jobs)
+        diagnosis = diagnose(streams, catalogue, matcher, jobs,
+                             _progress(total) if shown else None)
+    if shown:
+        sys.stderr.write("\r\x1b[K")
     for warning in streams.warnings:
         print(f"trainmedic: warning: {warning}", file=sys.stderr)
     _print_diagnosis(diagnosis, catalogue, args)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -165,8 +165,10 @@ class Diagnoser:
     `trainmedic watch` what a growing log appends.
     """
 
-    def __init__(self, catalogue: Catalogue, matcher: Matcher | None = None) -> None:
-        self.catalogue = catalogue
+    def __init__(self, catalogue: Catalogue, matcher: Matcher | None = None,
+                 progress: Callable[[int], None] | None = None) -> None:
+        self.catalogue, self.progress = catalogue, progress
+        self.bytes_read = 0
         self.scanner = scanner_for(catalogue, matcher)
         self.extractor = EventExtractor()
         self.census: set[int] = set()
@@ -207,6 +209,9 @@ class Diagnoser:
                                                     line.rank))
         for event in self.extractor.extract(scan, first, self.times.get(scan.path)):
             self.evidence.add(event)
+        self.bytes_read += scan.size
+        if self.progress is not None:
+            self.progress(self.bytes_read)
 
     def diagnosis(self) -> Diagnosis:
         self.evidence.ranks_seen |= self.census | self.evidence.metrics.ranks
@@ -214,9 +219,11 @@ class Diagnoser:
 
 
 def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
-             matcher: Matcher | None = None, jobs: int = 1) -> Diagnosis:
-    """Read every input once and diagnose them together as one run, in `jobs` processes."""
-    diagnoser = Diagnoser(catalogue, matcher)
+             matcher: Matcher | None = None, jobs: int = 1,
+             progress: Callable[[int], None] | None = None) -> Diagnosis:
+    """Read every input once and diagnose them together as one run, in `jobs` processes;
+    `progress` hears how many bytes are done."""
+    diagnoser = Diagnoser(catalogue, matcher, progress)
     if jobs > 1:
         read_in_parallel(diagnoser, inputs, jobs)
     else:

@@ -106,6 +106,19 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
     return files, warnings
 
 
+def total_size(files: list[str], max_bytes: int | None = None) -> int:
+    """The bytes to read from the files, at most `max_bytes` of each (stdin and anything
+    unreadable count nothing)."""
+    total = 0
+    for name in files:
+        try:
+            size = os.stat(name).st_size if name != "-" else 0
+        except OSError:
+            continue
+        total += min(size, max_bytes) if max_bytes else size
+    return total
+
+
 class _Bounded(io.RawIOBase):
     """A stream that ends after `limit` bytes, remembering whether there was more."""
 

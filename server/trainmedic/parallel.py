@@ -52,18 +52,12 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-def jobs_for(files: Iterable[str], requested: int | None) -> int:
-    """How many processes to read `files` with: all cores (or `requested`) for big inputs, one
-    for small ones, and one where processes cannot be forked."""
+def jobs_for(total_bytes: int, requested: int | None) -> int:
+    """How many processes to read inputs of `total_bytes` with: all cores (or `requested`) for
+    big inputs, one for small ones, and one where processes cannot be forked."""
     if requested == 1 or "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    total = 0
-    for name in files:
-        try:
-            total += os.stat(name).st_size if name != "-" else 0
-        except OSError:
-            continue
-    return (requested or cores()) if total >= PARALLEL_MIN_BYTES else 1
+    return (requested or cores()) if total_bytes >= PARALLEL_MIN_BYTES else 1
 
 
 def _plain_file_size(path: str, stream: BinaryIO) -> int | None:

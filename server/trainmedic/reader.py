@@ -28,6 +28,7 @@ class Chunk:
     path: str
     text: str
     index: int
+    size: int  # the bytes it was read from
 
     def line_at(self, offset: int, number: int) -> Line:
         """The line around `offset`, numbered `number`, cut to what a Line keeps."""
@@ -100,7 +101,7 @@ class Chunker:
         """The first `end` bytes of `pending` (and `tail`) as the next chunk, decoded in place."""
         with memoryview(self.pending) as view, view[:end] as raw:
             text = str(raw, "utf-8", "replace") + tail.decode()
-        chunk = Chunk(self.path, normalise(text), self.start // self.chunk_bytes)
+        chunk = Chunk(self.path, normalise(text), self.start // self.chunk_bytes, end)
         del self.pending[:end]
         self.start += end
         return chunk

@@ -29,6 +29,7 @@ class ChunkScan:
     """What one chunk holds for the diagnosis; line numbers count from its first line, 0."""
 
     path: str
+    size: int  # the bytes the chunk was read from
     lines: int
     ranks: frozenset[int]
     hits: tuple[tuple[Line, tuple[Hit, ...]], ...]
@@ -89,6 +90,6 @@ class Scanner:
             found[number][1].append(hit)
         starts, kept = _block_lines(text)
         return ChunkScan(
-            chunk.path, text.count("\n"), frozenset(census(text[:CENSUS_SPAN])),
+            chunk.path, chunk.size, text.count("\n"), frozenset(census(text[:CENSUS_SPAN])),
             tuple((line, tuple(hits)) for line, hits in found.values()),
             tuple(scan_metrics(chunk, signals, self.metric_patterns)), starts, kept)
