@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from trainmedic.model import Line
 from trainmedic.ranks import parse_rank
-from trainmedic.reader import MAX_LINE_CHARS, Chunk
+from trainmedic.reader import MAX_LINE_CHARS, Chunk, LineCounter
 
 METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 
@@ -151,10 +151,10 @@ def _one_per_slot(text: str, slot: int) -> list[int]:
     return found
 
 
-def scan_metrics(chunk: Chunk, signals: frozenset[str],
+def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
                  extra: Sequence[re.Pattern[str]] = ()) -> Iterator[tuple[Sample, Line]]:
-    """The samples of one chunk holding `signals`, with their lines numbered from 0 (rank set,
-    no timestamp).
+    """The samples of one chunk holding `signals`, with their lines numbered by `lines` (rank
+    set, no timestamp).
 
     A chunk shorter than SHORT_CHUNK_CHARS is read line by line. A longer one is cut into
     SAMPLES_PER_CHUNK equal slots and the first metric line of each is read: plenty for the
@@ -181,14 +181,13 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str],
     if extra:
         triggers.extend(m.start() for p in extra for m in p.finditer(text))
     triggers = sorted(set(triggers))
-    offset, number, end = 0, 0, -1
+    end = -1
     for position in triggers:
         if position <= end:
             continue  # another metric word on a line already read
         start = text.rfind("\n", 0, position) + 1
         end = text.find("\n", position)
-        number += text.count("\n", offset, start)
-        offset = start
+        number = lines.at(start)
         rank, body = parse_rank(text[start:end])
         sample = parse_sample(body, extra)
         if sample is None:

@@ -40,6 +40,18 @@ class Chunk:
         return self.text[:-1].split("\n") if self.text else []
 
 
+class LineCounter:
+    """Line numbers (from 0) at increasing offsets of a text, counting each newline once."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.offset, self.number = text, 0, 0
+
+    def at(self, offset: int) -> int:
+        self.number += self.text.count("\n", self.offset, offset)
+        self.offset = offset
+        return self.number
+
+
 def shown(text: str) -> str:
     """A line as a Line keeps it: at most MAX_LINE_CHARS characters."""
     return text[:MAX_LINE_CHARS] + "…" if len(text) > MAX_LINE_CHARS else text

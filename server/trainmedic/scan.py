@@ -16,12 +16,13 @@ from trainmedic.matching import Matcher
 from trainmedic.metrics import Sample, scan_metrics
 from trainmedic.model import Hit, Line
 from trainmedic.ranks import census
-from trainmedic.reader import MAX_LINE_CHARS, Chunk, shown
+from trainmedic.reader import MAX_LINE_CHARS, Chunk, LineCounter, shown
 from trainmedic.tracebacks import CHAIN_MARKERS, HEADER, MAX_BLOCK_LINES
 
-# Only the head of each chunk is read for rank markers: every rank of a running job prints in
-# every stretch of its log, so the head sees them all at a fraction of the cost.
-CENSUS_SPAN = 1 << 17
+# Rank markers are read in a source's whole first chunk, then only in the head of each later
+# one: every rank of a running job prints in every stretch of its log, so the heads keep
+# seeing them all at a fraction of the cost.
+CENSUS_SPAN = 1 << 15
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,9 @@ def _block_lines(text: str) -> tuple[tuple[int, ...], dict[int, str]]:
             position = text.find(marker, position + len(marker))
     starts, kept = [], {}
     free, free_offset = 0, 0  # the first line not kept yet, and where it starts
-    number, counted = 0, 0
+    numbers = LineCounter(text)
     for offset in sorted({0, *marks}):
-        number += text.count("\n", counted, offset)
-        counted = offset
+        number = numbers.at(offset)
         if offset in marks:
             starts.append(number)
         if free < number:
@@ -80,16 +80,17 @@ class Scanner:
     def scan(self, chunk: Chunk) -> ChunkScan:
         text = chunk.text
         found: dict[int, tuple[Line, list[Hit]]] = {}
-        number, counted = 0, 0
         hits, signals = self.matcher.find(text)
+        numbers = LineCounter(text)
         for offset, hit in sorted(hits, key=lambda item: item[0]):
-            number += text.count("\n", counted, offset)
-            counted = offset
+            number = numbers.at(offset)
             if number not in found:
                 found[number] = (chunk.line_at(offset, number), [])
             found[number][1].append(hit)
         starts, kept = _block_lines(text)
+        lines = LineCounter(text)  # numbers the samples, then counts the rest of the lines
+        samples = tuple(scan_metrics(chunk, signals, lines, self.metric_patterns))
         return ChunkScan(
-            chunk.path, chunk.size, text.count("\n"), frozenset(census(text[:CENSUS_SPAN])),
-            tuple((line, tuple(hits)) for line, hits in found.values()),
-            tuple(scan_metrics(chunk, signals, self.metric_patterns)), starts, kept)
+            chunk.path, chunk.size, lines.at(len(text)),
+            frozenset(census(text if chunk.index == 0 else text[:CENSUS_SPAN])),
+            tuple((line, tuple(hits)) for line, hits in found.values()), samples, starts, kept)
