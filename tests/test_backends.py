@@ -51,3 +51,23 @@ def test_asking_for_a_missing_backend_is_a_clear_error(monkeypatch: pytest.Monke
     with pytest.raises(BackendError, match=r"pip install 'trainmedic\[fast\]'"):
         matcher_for(CATALOGUE, "hyperscan")
     assert matcher_for(CATALOGUE, "auto").name == "python-re"
+
+
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+def test_the_compiled_database_is_cached_and_a_bad_cache_only_slows_the_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (ROOT / "examples" / "fp16-loss-scale-4ranks.log").read_text("utf-8")
+
+    def found(backend: str) -> tuple[list[str], frozenset[str]]:
+        hits, signals = matcher_for(CATALOGUE, backend).find(text)
+        return sorted(map(repr, hits)), signals
+
+    expected = found("python")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert found("hyperscan") == expected
+    (cached,) = (tmp_path / "trainmedic").glob("hyperscan-*.db")
+    cached.write_bytes(b"not a database")  # corrupt: compiled again and replaced
+    assert found("hyperscan") == expected
+    assert cached.read_bytes() != b"not a database"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cached))  # a file where a folder should be
+    assert found("hyperscan") == expected

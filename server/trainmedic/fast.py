@@ -37,8 +37,13 @@ def available() -> bool:
 
 
 def cache_folder() -> Path:
-    """Where compiled databases are kept, after the XDG convention."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trainmedic"
+    """Where compiled databases are kept, after the XDG convention; OSError without a home."""
+    if base := os.environ.get("XDG_CACHE_HOME"):
+        return Path(base) / "trainmedic"
+    try:
+        return Path.home() / ".cache" / "trainmedic"
+    except RuntimeError as error:  # no HOME and no user entry to take it from
+        raise OSError(str(error)) from None
 
 
 def _database(expressions: list[bytes], flags: list[int]) -> Any:
@@ -51,8 +56,8 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
 
     key = hashlib.sha256(repr((version("hyperscan"), platform.machine(), expressions,
                                flags)).encode()).hexdigest()[:32]
-    cached = cache_folder() / f"hyperscan-{key}.db"
     try:
+        cached = cache_folder() / f"hyperscan-{key}.db"
         return hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
     except (OSError, hyperscan.error):
         pass
@@ -60,10 +65,11 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
     database.compile(expressions=expressions, ids=list(range(len(expressions))),
                      elements=len(expressions), flags=flags)
     try:
+        cached = cache_folder() / f"hyperscan-{key}.db"
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(f".{os.getpid()}.tmp")
         partial.write_bytes(hyperscan.dumpb(database))
-        os.replace(partial, cached)
+        os.replace(partial, cached)  # whole or not at all, even with several writers
     except OSError:
         pass
     return database
