@@ -174,3 +174,16 @@ def test_diagnose_path_does_not_import_the_language_server() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip().endswith("[]")
+
+
+def test_doctor_reports_the_backend_the_processes_and_the_catalogue(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    done = run("doctor")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("trainmedic ")
+    assert any(line.startswith("catalogue: ") and " rules, " in line for line in lines)
+    backend = next(line for line in lines if line.startswith("matcher backend: "))
+    assert "hyperscan" in backend and str(tmp_path) in backend or "python-re" in backend
+    assert any(line.startswith("processes: ") for line in lines)

@@ -187,11 +187,21 @@ def cmd_watch(args: argparse.Namespace) -> int:
     return EXIT_ROOT_CAUSE if diagnosis.root_causes else EXIT_OK
 
 
+def _cache_folder() -> str:
+    from trainmedic.fast import cache_folder
+
+    try:
+        return str(cache_folder())
+    except OSError:
+        return "nowhere: no home folder, so they are compiled at every start"
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     import importlib.util
     import platform
 
     from trainmedic.backends import matcher_for
+    from trainmedic.parallel import PARALLEL_MIN_BYTES, jobs_for
 
     catalogue = _catalogue(args.rules)
     matcher = matcher_for(catalogue)
@@ -202,8 +212,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
           f"{sum(len(r.fingerprints) for r in catalogue.rules)} fingerprints "
           f"({', '.join(catalogue.sources)})")
     print(f"matcher backend: {matcher.name}" + (
-        "" if matcher.name == "hyperscan"
+        f" (compiled patterns cached in {_cache_folder()})" if matcher.name == "hyperscan"
         else " (pip install 'trainmedic[fast]' for the native one)"))
+    print(f"processes: {jobs_for(PARALLEL_MIN_BYTES, None)} for inputs of {PARALLEL_MIN_BYTES >> 20} MiB or more "
+          "(diagnose --jobs N to change)")
     print(f"probes: {'torch found' if torch else 'torch not installed: probes cannot run here'}")
     return EXIT_OK
 
