@@ -38,6 +38,16 @@ async def quiet(client: LanguageClient, uri: str) -> bool:
     return uri not in client.diagnostics
 
 
+async def open_healthy_log(client: LanguageClient, tmp_path: Path) -> tuple[Path, str]:
+    """A healthy log on disk, opened, with its first diagnostics published."""
+    log = tmp_path / "train.log"
+    log.write_bytes(read(HEALTHY).encode("utf-8"))
+    uri = log.as_uri()
+    open_document(client, uri, read(HEALTHY))
+    await next_diagnostics(client, uri)
+    return log, uri
+
+
 def shown(diagnostics: Sequence[types.Diagnostic]) -> list[tuple[object, ...]]:
     return [(d.range, d.code, d.severity, d.message) for d in diagnostics]
 
@@ -88,11 +98,7 @@ async def test_a_rewritten_log_is_read_again(client: LanguageClient, tmp_path: P
 
 @pytest.mark.asyncio
 async def test_closing_a_log_stops_following_it(client: LanguageClient, tmp_path: Path) -> None:
-    log = tmp_path / "train.log"
-    log.write_bytes(read(HEALTHY).encode("utf-8"))
-    uri = log.as_uri()
-    open_document(client, uri, read(HEALTHY))
-    await next_diagnostics(client, uri)
+    log, uri = await open_healthy_log(client, tmp_path)
     client.text_document_did_close(types.DidCloseTextDocumentParams(
         text_document=types.TextDocumentIdentifier(uri=uri)))
     await next_diagnostics(client, uri)
@@ -104,11 +110,7 @@ async def test_closing_a_log_stops_following_it(client: LanguageClient, tmp_path
 @pytest.mark.asyncio
 async def test_an_edited_log_is_diagnosed_as_edited(client: LanguageClient,
                                                     tmp_path: Path) -> None:
-    log = tmp_path / "train.log"
-    log.write_bytes(read(HEALTHY).encode("utf-8"))
-    uri = log.as_uri()
-    open_document(client, uri, read(HEALTHY))
-    await next_diagnostics(client, uri)
+    log, uri = await open_healthy_log(client, tmp_path)
 
     client.text_document_did_change(full_change(uri, 2, read(HEALTHY) + read(BF16)))  # unsaved
     assert [d.code for d in errors((await next_diagnostics(client, uri)).diagnostics)] == \
@@ -142,11 +144,7 @@ async def test_a_log_reloaded_from_disk_is_not_diagnosed_again(client: LanguageC
 @pytest.mark.asyncio
 @pytest.mark.settings({"followLogs": False})
 async def test_following_can_be_turned_off(client: LanguageClient, tmp_path: Path) -> None:
-    log = tmp_path / "train.log"
-    log.write_bytes(read(HEALTHY).encode("utf-8"))
-    uri = log.as_uri()
-    open_document(client, uri, read(HEALTHY))
-    await next_diagnostics(client, uri)
+    log, uri = await open_healthy_log(client, tmp_path)
     append(log, read(AMP))
     assert await quiet(client, uri)
 
