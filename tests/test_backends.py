@@ -58,9 +58,9 @@ def test_the_compiled_database_is_cached_and_a_bad_cache_only_slows_the_start(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     text = (ROOT / "examples" / "fp16-loss-scale-4ranks.log").read_text("utf-8")
 
-    def found(backend: str) -> tuple[list[str], frozenset[str]]:
-        hits, signals = matcher_for(CATALOGUE, backend).find(text)
-        return sorted(map(repr, hits)), signals
+    def found(backend: str) -> tuple[list[str], frozenset[str], list[int]]:
+        hits, signals, marks = matcher_for(CATALOGUE, backend).find(text)
+        return sorted(map(repr, hits)), signals, marks
 
     expected = found("python")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -71,3 +71,16 @@ def test_the_compiled_database_is_cached_and_a_bad_cache_only_slows_the_start(
     assert cached.read_bytes() != b"not a database"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cached))  # a file where a folder should be
     assert found("hyperscan") == expected
+
+
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+def test_both_backends_mark_traceback_lines_at_the_same_characters() -> None:
+    text = ("[rank1]: naïve “quotes” 🏖️ loss=nan\n"
+            "[rank1]: Traceback (most recent call last):\n"
+            "[rank1]:   File \"tråin.py\", line 3, in <module>\n"
+            "[rank1]: RuntimeError: ünïcode\n\n"
+            "The above exception was the direct cause of the following exception:\n")
+    python, native = (matcher_for(CATALOGUE, b).find(text) for b in ("python", "hyperscan"))
+    assert native.marks == python.marks == [text.index("[rank1]: Traceback"),
+                                            text.index("The above")]
+    assert native.signals == python.signals == {"non-finite"}

@@ -214,8 +214,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"matcher backend: {matcher.name}" + (
         f" (compiled patterns cached in {_cache_folder()})" if matcher.name == "hyperscan"
         else " (pip install 'trainmedic[fast]' for the native one)"))
-    print(f"processes: {jobs_for(PARALLEL_MIN_BYTES, None)} for inputs of {PARALLEL_MIN_BYTES >> 20} MiB or more "
-          "(diagnose --jobs N to change)")
+    print(f"processes: {jobs_for(PARALLEL_MIN_BYTES, None)} for inputs of "
+          f"{PARALLEL_MIN_BYTES >> 20} MiB or more (diagnose --jobs N to change)")
     print(f"probes: {'torch found' if torch else 'torch not installed: probes cannot run here'}")
     return EXIT_OK
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import re
 import threading
 from collections.abc import Iterator
 from importlib.metadata import version
@@ -23,9 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from trainmedic.catalogue import Catalogue
-from trainmedic.matching import Matcher
+from trainmedic.matching import Found, Matcher
 from trainmedic.metrics import SIGNALS
 from trainmedic.model import Hit
+from trainmedic.tracebacks import MARKERS
+
+_MARK = 1 << 30  # the candidate index of a traceback marker's line
 
 
 def available() -> bool:
@@ -78,8 +82,8 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
 class HyperscanMatcher(Matcher):
     """Same patterns and results as `Matcher`, found with one Hyperscan pass per chunk.
 
-    The metric sampler's SIGNALS ride in the same database, compiled exactly and reported once
-    each, so a chunk is scanned once for everything.
+    The metric sampler's SIGNALS (compiled exactly, reported once each) and the traceback
+    MARKERS ride in the same database, so a chunk is scanned once for everything.
     """
 
     name = "hyperscan"
@@ -90,39 +94,45 @@ class HyperscanMatcher(Matcher):
         super().__init__(catalogue)
         self._signal_names = list(SIGNALS)
         expressions = [p.fingerprint.pattern for p in self.patterns] + list(SIGNALS.values())
+        expressions += [re.escape(marker) for marker in MARKERS]
         flags = [hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE
                  | hyperscan.HS_FLAG_ALLOWEMPTY
                  | (hyperscan.HS_FLAG_CASELESS if p.fingerprint.ignore_case else 0)
                  for p in self.patterns]
         flags += [hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH] * len(SIGNALS)
+        flags += [0] * len(MARKERS)
         self._database = _database([e.encode() for e in expressions], flags)
         self._local = threading.local()  # a scan needs scratch space of its own per thread
 
-    def find(self, text: str) -> tuple[list[tuple[int, Hit]], frozenset[str]]:
+    def find(self, text: str) -> Found:
         import hyperscan
 
         data = text.encode("utf-8", errors="surrogatepass")
-        candidates: set[tuple[int, int]] = set()
+        candidates: set[tuple[int, int]] = set()  # (line start, pattern index or MARK)
         signals: set[str] = set()
         fingerprints = len(self.patterns)
+        markers = fingerprints + len(self._signal_names)
 
         def found(index: int, start: int, end: int, flags: int, context: Any) -> None:
-            if index >= fingerprints:
+            if fingerprints <= index < markers:
                 signals.add(self._signal_names[index - fingerprints])
                 return
             line_start = data.rfind(b"\n", 0, max(end - 1, 0)) + 1
-            candidates.add((line_start, index))
+            candidates.add((line_start, _MARK if index >= markers else index))
 
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = hyperscan.Scratch(self._database)
         self._database.scan(data, match_event_handler=found, scratch=scratch)
-        return self._confirmed(text, data, candidates), frozenset(signals)
+        hits, marks = self._confirmed(text, data, candidates)
+        return Found(hits, frozenset(signals), marks)
 
-    def _confirmed(self, text: str, data: bytes,
-                   candidates: set[tuple[int, int]]) -> list[tuple[int, Hit]]:
-        """The real matches on the candidate lines, at character offsets of `text`."""
+    def _confirmed(self, text: str, data: bytes, candidates: set[tuple[int, int]],
+                   ) -> tuple[list[tuple[int, Hit]], list[int]]:
+        """The real matches on the candidate lines, and the marked lines, at character offsets
+        of `text`."""
         hits: list[tuple[int, Hit]] = []
+        marks: list[int] = []
         ascii_only = len(data) == len(text)
         position, chars = 0, 0
         for line_start, index in sorted(candidates):
@@ -131,14 +141,20 @@ class HyperscanMatcher(Matcher):
             else:  # byte offsets to character offsets, walking forward once
                 chars += len(data[position:line_start].decode("utf-8", errors="surrogatepass"))
                 position, offset = line_start, chars
+            if index == _MARK:
+                marks.append(offset)
+                continue
             end = text.find("\n", offset)
             line = text[offset:end if end >= 0 else len(text)]
             hits.extend((offset + start, hit)
                         for start, hit in self._confirm(self.patterns[index], line))
-        return hits
+        return hits, marks
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
-        return iter(self.find(text)[0])
+        return iter(self.find(text).hits)
 
     def signals(self, text: str) -> frozenset[str]:
-        return self.find(text)[1]
+        return self.find(text).signals
+
+    def marks(self, text: str) -> list[int]:
+        return self.find(text).marks

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from trainmedic.catalogue import Catalogue, Fingerprint
 from trainmedic.launcher import LAUNCHER, PATTERNS
 from trainmedic.metrics import SIGNAL_REGEXES, SIGNALS
 from trainmedic.model import Hit
 from trainmedic.regex_safety import required_literals
+from trainmedic.tracebacks import MARKERS
+
+
+class Found(NamedTuple):
+    """What one pass over a chunk found; offsets are of its characters."""
+
+    hits: list[tuple[int, Hit]]  # (offset, hit), in no particular order
+    signals: frozenset[str]  # the metric sampler's SIGNALS present
+    marks: list[int]  # line starts of traceback headers and chain markers, in order
 
 
 @dataclass(frozen=True)
@@ -95,9 +105,19 @@ class Matcher:
                          if (literals is None or any(lit in text for lit in literals))
                          and regex.search(text))
 
-    def find(self, text: str) -> tuple[list[tuple[int, Hit]], frozenset[str]]:
-        """The hits and the signals of `text` (a native backend finds both in one pass)."""
-        return list(self.scan(text)), self.signals(text)
+    def marks(self, text: str) -> list[int]:
+        """Where the lines that open a traceback, or chain one to the next, start."""
+        found = set()
+        for marker in MARKERS:
+            position = text.find(marker)
+            while position >= 0:
+                found.add(text.rfind("\n", 0, position) + 1)
+                position = text.find(marker, position + len(marker))
+        return sorted(found)
+
+    def find(self, text: str) -> Found:
+        """Everything the scan of a chunk looks for (a native backend finds it in one pass)."""
+        return Found(list(self.scan(text)), self.signals(text), self.marks(text))
 
     @staticmethod
     def _confirm(pattern: _Pattern, text: str) -> Iterator[tuple[int, Hit]]:

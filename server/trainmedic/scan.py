@@ -17,7 +17,7 @@ from trainmedic.metrics import Sample, scan_metrics
 from trainmedic.model import Hit, Line
 from trainmedic.ranks import census
 from trainmedic.reader import MAX_LINE_CHARS, Chunk, LineCounter, shown
-from trainmedic.tracebacks import CHAIN_MARKERS, HEADER, MAX_BLOCK_LINES
+from trainmedic.tracebacks import MAX_BLOCK_LINES
 
 # Rank markers are read in a source's whole first chunk, then only in the head of each later
 # one: every rank of a running job prints in every stretch of its log, so the heads keep
@@ -39,24 +39,20 @@ class ChunkScan:
     block_lines: dict[int, str]  # the lines a traceback may run through
 
 
-def _block_lines(text: str) -> tuple[tuple[int, ...], dict[int, str]]:
-    """Where traceback headers and chain markers are, and the lines a block may run through.
+def _block_lines(text: str, marks: list[int]) -> tuple[tuple[int, ...], dict[int, str]]:
+    """The numbers of the lines at `marks` (traceback headers and chain markers), and the lines
+    a block may run through.
 
     A block runs at most MAX_BLOCK_LINES lines from its start; the chunk's first lines are kept
     too, for a block still open from the chunk before.
     """
-    marks = set()
-    for marker in (HEADER, *CHAIN_MARKERS):
-        position = text.find(marker)
-        while position >= 0:
-            marks.add(text.rfind("\n", 0, position) + 1)
-            position = text.find(marker, position + len(marker))
     starts, kept = [], {}
     free, free_offset = 0, 0  # the first line not kept yet, and where it starts
     numbers = LineCounter(text)
-    for offset in sorted({0, *marks}):
+    marked = set(marks)
+    for offset in sorted({0, *marked}):
         number = numbers.at(offset)
-        if offset in marks:
+        if offset in marked:
             starts.append(number)
         if free < number:
             free, free_offset = number, offset
@@ -80,14 +76,14 @@ class Scanner:
     def scan(self, chunk: Chunk) -> ChunkScan:
         text = chunk.text
         found: dict[int, tuple[Line, list[Hit]]] = {}
-        hits, signals = self.matcher.find(text)
+        hits, signals, marks = self.matcher.find(text)
         numbers = LineCounter(text)
         for offset, hit in sorted(hits, key=lambda item: item[0]):
             number = numbers.at(offset)
             if number not in found:
                 found[number] = (chunk.line_at(offset, number), [])
             found[number][1].append(hit)
-        starts, kept = _block_lines(text)
+        starts, kept = _block_lines(text, marks)
         lines = LineCounter(text)  # numbers the samples, then counts the rest of the lines
         samples = tuple(scan_metrics(chunk, signals, lines, self.metric_patterns))
         return ChunkScan(

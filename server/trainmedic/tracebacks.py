@@ -21,6 +21,7 @@ _EXCEPTION = re.compile(
     r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout|Hit|Warning|"
     r"Unsupported|Abort)\w*|[a-z_]\w*(?:\.[a-z_]\w*)+\.[A-Z]\w*)(?::\s?(.*))?$"
 )
+MARKERS = (HEADER, *CHAIN_MARKERS)
 MAX_BLOCK_LINES = 500
 
 
