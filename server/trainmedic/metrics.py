@@ -3,7 +3,8 @@
 People print metrics in a handful of shapes: Hugging Face dict lines (`{'loss': 0.0, ...}`),
 Megatron-LM iteration lines (`lm loss: ... | loss scale: ... | grad norm: ...`), DeepSpeed and
 Apex overflow lines, progress-bar postfixes (`loss=nan`) and plain `step 10 loss 2.31`. Each
-becomes a `Sample`; only lines with a metric word are parsed.
+becomes a `Sample`; only lines with a metric word are parsed, and of a long log only a sample
+of them (`scan_metrics`).
 """
 
 from __future__ import annotations

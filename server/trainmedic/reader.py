@@ -1,8 +1,10 @@
-"""Bytes in, newline-aligned normalised text out, with editor line numbers.
+"""Bytes in, chunks of whole normalised lines out, cut where any reader would cut them.
 
-The reader never splits on a lone carriage return: a `\\r` progress bar is resolved to the text
-it ends with, so line numbers agree with what an editor shows. Memory stays bounded by the chunk
-size: a line longer than `MAX_LINE_BYTES` is cut there and the rest of it skipped.
+Chunks follow fixed byte offsets, so a part of a file read on its own cuts the same chunks as a
+read from the start. The reader never splits on a lone carriage return: a `\\r` progress bar is
+resolved to the text it ends with, so line numbers agree with what an editor shows. Memory stays
+bounded by the chunk size: a line longer than `MAX_LINE_BYTES` is cut there and the rest of it
+skipped.
 """
 
 from __future__ import annotations
