@@ -18,7 +18,7 @@ from trainmedic.catalogue import bundled
 from trainmedic.engine import diagnose
 from trainmedic.metrics import parse_sample
 from trainmedic.ranks import parse_rank
-from trainmedic.reader import MAX_LINE_BYTES, read_lines
+from trainmedic.reader import read_lines
 from trainmedic.regex_safety import check_pattern
 from trainmedic.timestamps import Clock
 
@@ -101,8 +101,6 @@ def test_extreme_shapes_finish() -> None:
         tried("extreme shapes")
         diagnosis = diagnose([(name, io.BytesIO(data))], CATALOGUE)
         assert isinstance(diagnosis.findings, tuple), name
-    assert len(read_lines.__name__) > 0
-    assert MAX_LINE_BYTES >= 1 << 16
 
 
 @pytest.mark.parametrize("pattern", [r"(a+)+$", r"(\w+\s?)*x", r"(a|aa)+b", r"(x)\1", r"\w+x"])

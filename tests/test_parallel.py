@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -119,6 +120,18 @@ def test_the_answer_does_not_depend_on_which_worker_finishes_first(
     monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)
     monkeypatch.setattr(parallel, "_scan_piece", _first_pieces_last)
     assert answer([str(big_log)], 3) == answer([str(big_log)], 1)
+
+
+def _dies(path: str, first: int, stop: int | None) -> list[object]:
+    """A worker killed mid-task, as the system's out-of-memory killer would."""
+    os._exit(137)
+
+
+def test_a_worker_that_dies_is_one_clear_error(big_log: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "_scan_piece", _dies)
+    with pytest.raises(parallel.WorkerError, match=r"worker process died.*--jobs 1"):
+        answer([str(big_log)], 2)
 
 
 def test_small_inputs_and_forced_single_job_read_in_one_process(big_log: Path,

@@ -450,11 +450,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from trainmedic.backends import BackendError
     from trainmedic.catalogue import RuleError
     from trainmedic.inputs import InputError
+    from trainmedic.parallel import WorkerError
 
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except InputError as error:
+    except (InputError, WorkerError) as error:
         return _fail(str(error), EXIT_INPUT)
     except RuleError as error:
         return _fail(f"invalid rule: {error}", EXIT_RULES)

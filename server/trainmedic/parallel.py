@@ -15,6 +15,7 @@ import stat
 from collections import deque
 from collections.abc import Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, BinaryIO
 
 from trainmedic.formats import adapt
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
 PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over costs little
 PARALLEL_MIN_BYTES = 32 * CHUNK_BYTES  # below this, starting workers costs more than it saves
 TASKS_PER_WORKER = 4  # queued ahead, so no worker waits and memory stays bounded
+
+class WorkerError(Exception):
+    """A worker process died (the system may have run out of memory); `str()` says so."""
+
 
 _worker: dict[str, Scanner] = {}  # each worker's scanner, inherited from the parent
 
@@ -79,7 +84,12 @@ def read_in_parallel(diagnoser: Diagnoser, inputs: Iterable[tuple[str, BinaryIO]
     queued: deque[Future[list[ChunkScan]]] = deque()
 
     def fold_oldest() -> None:
-        for scan in queued.popleft().result():
+        try:
+            scans = queued.popleft().result()
+        except BrokenProcessPool:
+            raise WorkerError("a worker process died, perhaps out of memory; "
+                              "try --jobs 1") from None
+        for scan in scans:
             diagnoser.fold(scan)
 
     try:
