@@ -360,8 +360,9 @@ def _add_rules(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                rules_option: argparse.ArgumentParser) -> None:
     doctor = commands.add_parser(
         "doctor", parents=[rules_option], help="what trainmedic runs with here",
-        description="Print the version, the catalogue, the matcher backend in use and whether "
-                    "the probes can run.", formatter_class=_Formatter)
+        description="Print the version, the catalogue, the matcher backend in use (and where "
+                    "it caches compiled patterns), how many processes read big inputs and "
+                    "whether the probes can run.", formatter_class=_Formatter)
     doctor.set_defaults(func=cmd_doctor)
 
     rules = commands.add_parser(

@@ -50,6 +50,15 @@ def cache_folder() -> Path:
         raise OSError(str(error)) from None
 
 
+def _compiled(expressions: list[bytes], flags: list[int]) -> Any:
+    import hyperscan
+
+    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+    database.compile(expressions=expressions, ids=list(range(len(expressions))),
+                     elements=len(expressions), flags=flags)
+    return database
+
+
 def _database(expressions: list[bytes], flags: list[int]) -> Any:
     """The compiled database, loaded from the user cache when this catalogue was compiled before.
 
@@ -62,14 +71,14 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
                                flags)).encode()).hexdigest()[:32]
     try:
         cached = cache_folder() / f"hyperscan-{key}.db"
+    except OSError:
+        return _compiled(expressions, flags)
+    try:
         return hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
     except (OSError, hyperscan.error):
         pass
-    database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-    database.compile(expressions=expressions, ids=list(range(len(expressions))),
-                     elements=len(expressions), flags=flags)
+    database = _compiled(expressions, flags)
     try:
-        cached = cache_folder() / f"hyperscan-{key}.db"
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(f".{os.getpid()}.tmp")
         partial.write_bytes(hyperscan.dumpb(database))

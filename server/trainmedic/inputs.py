@@ -24,6 +24,15 @@ class InputError(Exception):
     """An input that cannot be read as a log; `str()` is the line the user sees."""
 
 
+_REASONS = {FileNotFoundError: "no such file or directory",
+            PermissionError: "permission denied", IsADirectoryError: "is a directory"}
+
+
+def _refused(name: str, error: OSError) -> InputError:
+    """The one line for an input the system would not look at or open."""
+    return InputError(f"{name}: {_REASONS.get(type(error)) or error.strerror or error}")
+
+
 def is_binary(head: bytes) -> bool:
     """A NUL byte in the first block marks a binary file, as grep and git decide."""
     return b"\0" in head
@@ -75,12 +84,8 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
         path = Path(given)
         try:
             mode = path.stat().st_mode
-        except FileNotFoundError:
-            raise InputError(f"{given}: no such file or directory") from None
-        except PermissionError:
-            raise InputError(f"{given}: permission denied") from None
         except OSError as error:
-            raise InputError(f"{given}: {error.strerror or error}") from None
+            raise _refused(given, error) from None
         if stat.S_ISDIR(mode):
             if not os.access(path, os.R_OK | os.X_OK):
                 raise InputError(f"{given}: permission denied")
@@ -155,12 +160,8 @@ class Inputs:
             return "<stdin>", sys.stdin.buffer
         try:
             stream: BinaryIO = open(name, "rb")  # noqa: SIM115 - closed by the iterator
-        except PermissionError:
-            raise InputError(f"{name}: permission denied") from None
-        except IsADirectoryError:
-            raise InputError(f"{name}: is a directory") from None
         except OSError as error:
-            raise InputError(f"{name}: {error.strerror or error}") from None
+            raise _refused(name, error) from None
         if stream.seekable():
             if is_binary(stream.read(SNIFF_BYTES)):
                 stream.close()

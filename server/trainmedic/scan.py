@@ -16,7 +16,7 @@ from trainmedic.matching import Matcher
 from trainmedic.metrics import Sample, scan_metrics
 from trainmedic.model import Hit, Line
 from trainmedic.ranks import census
-from trainmedic.reader import MAX_LINE_CHARS, Chunk, LineCounter, shown
+from trainmedic.reader import Chunk, LineCounter, shown
 from trainmedic.tracebacks import MAX_BLOCK_LINES
 
 # Rank markers are read in a source's whole first chunk, then only in the head of each later
@@ -61,7 +61,7 @@ def _block_lines(text: str, marks: list[int]) -> tuple[tuple[int, ...], dict[int
             continue
         pieces = text[free_offset:].split("\n", wanted)  # the lines, then the rest of the text
         for line in pieces[:-1]:
-            kept[free] = line if len(line) <= MAX_LINE_CHARS else shown(line)
+            kept[free] = shown(line)
             free, free_offset = free + 1, free_offset + len(line) + 1
     return tuple(starts), kept
 
