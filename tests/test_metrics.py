@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from trainmedic.catalogue import bundled
-from trainmedic.detectors import DETECTORS, Detector, detector_params
+from trainmedic.detectors import DETECTORS, READS, Detector, detector_params
 from trainmedic.engine import diagnose_text
 from trainmedic.metrics import Sample, parse_sample
 from trainmedic.model import Line
@@ -82,6 +83,26 @@ def test_each_detector_has_a_meaning_and_defaults() -> None:
         assert defaults, name
         for key in defaults:
             assert f"`{key}`" in meaning, (name, key)
+
+
+def state(detector: Detector) -> dict[str, object]:
+    return copy.deepcopy({k: v for k, v in vars(detector).items() if k not in ("_x", "_check")})
+
+
+def test_a_sample_without_what_a_detector_reads_leaves_it_as_it_was() -> None:
+    """Why a series may skip feeding a detector a sample without any value it READS."""
+    assert set(READS) == set(DETECTORS)
+    every = ("loss", "loss_scale", "grad_norm", "lr")
+    for name, reads in READS.items():
+        detector = Detector(name, detector_params(name))
+        for step in range(30):  # history for the windowed detectors, a run of zeros at the end
+            value = 1.0 + step if step < 25 else 0.0
+            detector.feed(Sample(tuple((m, value) for m in every), step), Line("x", step, ""))
+        before = state(detector)
+        for value in (1e9, math.nan):  # what would move it, were it read
+            others = tuple((m, value) for m in every if m not in reads)
+            detector.feed(Sample(others, 99, overflow=True), Line("x", 99, ""))
+        assert state(detector) == before, name
 
 
 def test_detectors_on_numbers() -> None:
