@@ -31,7 +31,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 catalogue: $(STAMP)  ## recompile rules/ into the bundled JSON catalogue
-	$(BIN)/python -m trainmedic.compile_catalogue
+	$(BIN)/python -m trainmedic.catalogue.compile
 
 bench: $(STAMP)  ## accuracy and speed figures
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import yaml
 
-from trainmedic.catalogue import bundled
-from trainmedic.engine import diagnose
-from trainmedic.inputs import opened
+from trainmedic.catalogue.rules import bundled
+from trainmedic.diagnosis.engine import diagnose
+from trainmedic.logs.inputs import opened
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import yaml
 
-from trainmedic.catalogue import bundled
-from trainmedic.engine import Diagnoser
-from trainmedic.formats import Source
-from trainmedic.launcher import read_report
+from trainmedic.catalogue.rules import bundled
+from trainmedic.diagnosis.engine import Diagnoser
+from trainmedic.logs.formats import Source
+from trainmedic.logs.launcher import read_report
 
 DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 

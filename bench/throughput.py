@@ -23,9 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trainmedic import fast
-from trainmedic.catalogue import bundled
-from trainmedic.parallel import cores
+from trainmedic.matching import hyperscan as fast
+from trainmedic.catalogue.rules import bundled
+from trainmedic.events.parallel import cores
 
 HERE = Path(__file__).resolve().parent
 MEASURE = """

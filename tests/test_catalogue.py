@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainmedic.catalogue import RuleError, bundled, load, load_pack, quantity
-from trainmedic.compile_catalogue import DOCS, OUTPUT, RULES_DIR, compile_rules, reference_pages
-from trainmedic.selftest import self_test
+from trainmedic.catalogue.rules import RuleError, bundled, load, load_pack, quantity
+from trainmedic.catalogue.compile import DOCS, OUTPUT, RULES_DIR, compile_rules, reference_pages
+from trainmedic.diagnosis.selftest import self_test
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = bundled()

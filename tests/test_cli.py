@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic import inputs
+from trainmedic.logs import inputs
 from trainmedic.cli import EXIT_INPUT, EXIT_ROOT_CAUSE, EXIT_RULES, EXIT_USAGE, main
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from trainmedic.catalogue import bundled
-from trainmedic.engine import diagnose
-from trainmedic.inputs import opened
+from trainmedic.catalogue.rules import bundled
+from trainmedic.diagnosis.engine import diagnose
+from trainmedic.logs.inputs import opened
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 CATALOGUE = bundled()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.catalogue import bundled
-from trainmedic.detectors import DETECTORS, READS, Detector, detector_params
-from trainmedic.engine import diagnose_text
-from trainmedic.metrics import Sample, parse_sample
+from trainmedic.catalogue.rules import bundled
+from trainmedic.metrics.detectors import DETECTORS, READS, Detector, detector_params
+from trainmedic.diagnosis.engine import diagnose_text
+from trainmedic.metrics.samples import Sample, parse_sample
 from trainmedic.model import Line
 
 CATALOGUE = bundled()
@@ -218,7 +218,7 @@ def test_healthy_corpus_fires_no_detector(name: str) -> None:
 
 
 def test_a_rule_pack_can_teach_a_new_metric_format(tmp_path: Path) -> None:
-    from trainmedic.catalogue import load
+    from trainmedic.catalogue.rules import load
 
     rule = (Path(__file__).resolve().parents[1] / "rules" / "training-stability"
             / "amp-loss-scale.yaml").read_text("utf-8")

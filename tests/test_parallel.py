@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainmedic import parallel
-from trainmedic.catalogue import bundled
-from trainmedic.engine import diagnose
-from trainmedic.inputs import opened, total_size
-from trainmedic.reader import Chunk, Chunker, read_chunks, read_part
-from trainmedic.render import to_dict
+from trainmedic.events import parallel
+from trainmedic.catalogue.rules import bundled
+from trainmedic.diagnosis.engine import diagnose
+from trainmedic.logs.inputs import opened, total_size
+from trainmedic.logs.reader import Chunk, Chunker, read_chunks, read_part
+from trainmedic.render.text import to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = bundled()
@@ -65,7 +65,7 @@ def test_parts_of_a_file_cut_the_chunks_a_whole_read_does(tmp_path_factory: pyte
 
 
 def test_an_over_long_line_is_cut_the_same_from_any_start(tmp_path: Path) -> None:
-    from trainmedic.reader import MAX_LINE_BYTES
+    from trainmedic.logs.reader import MAX_LINE_BYTES
 
     path = tmp_path / "long.log"
     path.write_bytes(b"head\n" + b"x" * (3 * MAX_LINE_BYTES) + b"\nloss=nan tail\n")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.catalogue import bundled
-from trainmedic.engine import diagnose_text
+from trainmedic.catalogue.rules import bundled
+from trainmedic.diagnosis.engine import diagnose_text
 from trainmedic.probes import PROBES, dataloader
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from trainmedic.catalogue import bundled
-from trainmedic.engine import diagnose_text
+from trainmedic.catalogue.rules import bundled
+from trainmedic.diagnosis.engine import diagnose_text
 from trainmedic.probes import PROBES, memory
 from trainmedic.probes._torch import Report
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainmedic.ranks import parse_rank
+from trainmedic.logs.prefixes import parse_rank
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from trainmedic.reader import MAX_LINE_BYTES, read_chunks, read_lines
+from trainmedic.logs.reader import MAX_LINE_BYTES, read_chunks, read_lines
 
 
 def lines(data: bytes, chunk_bytes: int | None = None) -> list[tuple[int, str]]:

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from trainmedic.timestamps import Clock
+from trainmedic.logs.timestamps import Clock
 
 
 def epoch(*parts: int, micro: int = 0) -> float:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 
-from trainmedic.catalogue import Catalogue
-from trainmedic.engine import Diagnoser
+from trainmedic.catalogue.rules import Catalogue
+from trainmedic.diagnosis.engine import Diagnoser
 from trainmedic.model import Traceback
-from trainmedic.reader import read_chunks
+from trainmedic.logs.reader import read_chunks
 
 
 def tracebacks(text: str, chunk_bytes: int = 1 << 20) -> list[Traceback]:

@@ -8,9 +8,9 @@ import sys
 import time
 from pathlib import Path
 
-from trainmedic.catalogue import bundled
-from trainmedic.engine import Diagnoser
-from trainmedic.watch import Follower, GrowingFile
+from trainmedic.catalogue.rules import bundled
+from trainmedic.diagnosis.engine import Diagnoser
+from trainmedic.diagnosis.watch import Follower, GrowingFile
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "fp16-loss-scale-4ranks.log"
 

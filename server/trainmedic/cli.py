@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from trainmedic import __version__
 
 if TYPE_CHECKING:
-    from trainmedic.catalogue import Catalogue
+    from trainmedic.catalogue.rules import Catalogue
     from trainmedic.model import Diagnosis
 
 EXIT_OK = 0
@@ -97,14 +97,14 @@ def _fail(message: str, code: int) -> int:
 
 
 def _catalogue(rule_dirs: Sequence[str]) -> Catalogue:
-    from trainmedic.catalogue import load
+    from trainmedic.catalogue.rules import load
 
     return load([Path(d) for d in rule_dirs])
 
 
 def _print_diagnosis(diagnosis: Diagnosis, catalogue: Catalogue,
                      args: argparse.Namespace) -> None:
-    from trainmedic.render import render_json, render_text
+    from trainmedic.render.text import render_json, render_text
 
     render = render_json if args.format == "json" else render_text
     output = render(diagnosis, catalogue, args.no_redact)
@@ -130,10 +130,10 @@ def _progress(total: int) -> Callable[[int], None]:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from trainmedic.backends import matcher_for
-    from trainmedic.engine import diagnose
-    from trainmedic.inputs import expand, opened, total_size
-    from trainmedic.parallel import jobs_for
+    from trainmedic.matching.choice import matcher_for
+    from trainmedic.diagnosis.engine import diagnose
+    from trainmedic.logs.inputs import expand, opened, total_size
+    from trainmedic.events.parallel import jobs_for
 
     catalogue = _catalogue(args.rules)
     matcher = matcher_for(catalogue, args.backend)
@@ -163,7 +163,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from trainmedic.watch import Follower, watch
+    from trainmedic.diagnosis.watch import Follower, watch
 
     catalogue = _catalogue(args.rules)
     for path in args.paths:
@@ -188,7 +188,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _cache_folder() -> str:
-    from trainmedic.fast import cache_folder
+    from trainmedic.matching.hyperscan import cache_folder
 
     try:
         return str(cache_folder())
@@ -200,8 +200,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     import importlib.util
     import platform
 
-    from trainmedic.backends import matcher_for
-    from trainmedic.parallel import PARALLEL_MIN_BYTES, jobs_for
+    from trainmedic.matching.choice import matcher_for
+    from trainmedic.events.parallel import PARALLEL_MIN_BYTES, jobs_for
 
     catalogue = _catalogue(args.rules)
     matcher = matcher_for(catalogue)
@@ -238,7 +238,7 @@ def cmd_rules_list(args: argparse.Namespace) -> int:
 
 
 def cmd_rules_show(args: argparse.Namespace) -> int:
-    from trainmedic.render import rule_markdown, rule_text
+    from trainmedic.render.text import rule_markdown, rule_text
 
     catalogue = _catalogue(args.rules)
     rule = catalogue.get(args.id)
@@ -252,7 +252,7 @@ def cmd_rules_show(args: argparse.Namespace) -> int:
 
 
 def cmd_rules_test(args: argparse.Namespace) -> int:
-    from trainmedic.selftest import self_test_all
+    from trainmedic.diagnosis.selftest import self_test_all
 
     catalogue = _catalogue(args.rules)
     results = self_test_all(catalogue)
@@ -269,7 +269,7 @@ def cmd_rules_test(args: argparse.Namespace) -> int:
 
 
 def cmd_rules_validate(args: argparse.Namespace) -> int:
-    from trainmedic.catalogue import load_pack
+    from trainmedic.catalogue.rules import load_pack
 
     for directory in args.dirs:
         pack = load_pack(Path(directory))
@@ -448,10 +448,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from trainmedic.backends import BackendError
-    from trainmedic.catalogue import RuleError
-    from trainmedic.inputs import InputError
-    from trainmedic.parallel import WorkerError
+    from trainmedic.matching.choice import BackendError
+    from trainmedic.catalogue.rules import RuleError
+    from trainmedic.logs.inputs import InputError
+    from trainmedic.events.parallel import WorkerError
 
     args = build_parser().parse_args(argv)
     try:

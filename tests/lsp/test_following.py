@@ -12,8 +12,8 @@ from lsp_helpers import errors, eventually, next_diagnostics, open_document, rea
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from trainmedic.backends import matcher_for
-from trainmedic.catalogue import bundled
+from trainmedic.matching.choice import matcher_for
+from trainmedic.catalogue.rules import bundled
 from trainmedic.lsp import following, jobs
 from trainmedic.lsp.features.log_diagnostics import FOLLOW_SECONDS
 from trainmedic.lsp.following import FollowedLog

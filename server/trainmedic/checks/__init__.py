@@ -6,7 +6,7 @@ line by line. Everything here is pure Python, so the language server's dependenc
 inside the VS Code extension as plain files, with no compiled wheels per platform.
 """
 
-from trainmedic.checks.base import (
+from trainmedic.checks.protocol import (
     Check,
     CheckError,
     CheckFinding,

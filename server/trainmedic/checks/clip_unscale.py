@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from trainmedic.checks.amp import amp_facts, scaled_loss_receiver
-from trainmedic.checks.base import Check, CheckFinding
-from trainmedic.checks.python import PythonSource, dotted, method
+from trainmedic.checks.protocol import Check, CheckFinding
+from trainmedic.checks.sources.python import PythonSource, dotted, method
 
 CLIPS = frozenset(f"torch.nn.utils.{module}{name}"
                   for module in ("", "clip_grad.")

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from trainmedic import __version__
-from trainmedic.checks.base import CheckError, CheckFinding, Range, Severity
+from trainmedic.checks.protocol import CheckError, CheckFinding, Range, Severity
 from trainmedic.checks.registry import CHECKS, check_by_code
 from trainmedic.checks.runner import file_kind, fix_all, run_checks
-from trainmedic.inputs import SNIFF_BYTES, InputError, is_binary
+from trainmedic.logs.inputs import SNIFF_BYTES, InputError, is_binary
 
 ENTRY_URL = "https://trainmedic.dev/rules/{}"
 MAX_WALKED_BYTES = 1 << 20  # larger JSON/YAML met in a walk is data, not a config

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trainmedic.checks.base import Check, CheckFinding, Range, TextEdit
-from trainmedic.checks.config import ConfigDocument, Node, is_true
+from trainmedic.checks.protocol import Check, CheckFinding, Range, TextEdit
+from trainmedic.checks.sources.config import ConfigDocument, Node, is_true
 from trainmedic.checks.prefer_bf16 import BF16_FLAG, FALSE_WORDS, FP16_FLAG, hf_arguments
-from trainmedic.checks.python import PythonSource, keyword, literal
-from trainmedic.checks.shell import ShellScript
+from trainmedic.checks.sources.python import PythonSource, keyword, literal
+from trainmedic.checks.sources.shell import ShellScript
 
 MESSAGE = "fp16 and bf16 are both enabled: the run gets one of them (or refuses to start); " \
     "keep bf16 on Ampere and newer GPUs, fp16 with dynamic loss scaling on older ones"

@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from trainmedic.checks.amp import Precision, amp_facts
-from trainmedic.checks.base import Check, CheckFinding, Position, Range, TextEdit
-from trainmedic.checks.python import PythonSource
+from trainmedic.checks.protocol import Check, CheckFinding, Position, Range, TextEdit
+from trainmedic.checks.sources.python import PythonSource
 
 
 class Fp16WithoutScaler(Check):

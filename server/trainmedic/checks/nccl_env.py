@@ -6,10 +6,10 @@ import ast
 import re
 from collections.abc import Iterator
 
-from trainmedic.checks.base import Check, CheckFinding, Position, Range, TextEdit
-from trainmedic.checks.config import ConfigDocument
-from trainmedic.checks.python import PythonSource, method
-from trainmedic.checks.shell import ShellScript
+from trainmedic.checks.protocol import Check, CheckFinding, Position, Range, TextEdit
+from trainmedic.checks.sources.config import ConfigDocument
+from trainmedic.checks.sources.python import PythonSource, method
+from trainmedic.checks.sources.shell import ShellScript
 
 DEPRECATED = ("NCCL_BLOCKING_WAIT", "NCCL_ASYNC_ERROR_HANDLING")
 _SHELL = re.compile(rf"(?<![\w$])({'|'.join(DEPRECATED)})=")

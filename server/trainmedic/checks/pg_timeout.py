@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trainmedic.checks.base import Check, CheckFinding, Severity
-from trainmedic.checks.python import PythonSource, argument, has_star_kwargs
+from trainmedic.checks.protocol import Check, CheckFinding, Severity
+from trainmedic.checks.sources.python import PythonSource, argument, has_star_kwargs
 
 INIT = {"torch.distributed.init_process_group",
         "torch.distributed.distributed_c10d.init_process_group"}

@@ -6,10 +6,10 @@ import ast
 import re
 from collections.abc import Iterator
 
-from trainmedic.checks.base import Check, CheckFinding, Position, Range, Severity, TextEdit
-from trainmedic.checks.config import ConfigDocument, is_true
-from trainmedic.checks.python import PythonSource, keyword, literal
-from trainmedic.checks.shell import ShellScript
+from trainmedic.checks.protocol import Check, CheckFinding, Position, Range, Severity, TextEdit
+from trainmedic.checks.sources.config import ConfigDocument, is_true
+from trainmedic.checks.sources.python import PythonSource, keyword, literal
+from trainmedic.checks.sources.shell import ShellScript
 
 LIGHTNING_TRAINERS = frozenset({"lightning.Trainer", "lightning.pytorch.Trainer",
                                 "pytorch_lightning.Trainer"})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainmedic.checks.base import Check
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.clip_unscale import ClipBeforeUnscale
 from trainmedic.checks.deprecated_amp import DeprecatedCudaAmp
 from trainmedic.checks.fp16_and_bf16 import Fp16AndBf16

@@ -7,8 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from trainmedic.checks.amp import amp_facts
-from trainmedic.checks.base import Check, CheckFinding, TextEdit
-from trainmedic.checks.python import PythonSource
+from trainmedic.checks.protocol import Check, CheckFinding, TextEdit
+from trainmedic.checks.sources.python import PythonSource
 
 
 class ScalerStepWithoutUpdate(Check):

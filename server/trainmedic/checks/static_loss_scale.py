@@ -6,10 +6,10 @@ import re
 from collections.abc import Callable, Iterator
 
 from trainmedic.checks.amp import amp_facts, scaler_argument, scaler_enabled
-from trainmedic.checks.base import Check, CheckFinding, TextEdit
-from trainmedic.checks.config import ConfigDocument, is_true
-from trainmedic.checks.python import PythonSource, keyword, literal
-from trainmedic.checks.shell import ShellScript
+from trainmedic.checks.protocol import Check, CheckFinding, TextEdit
+from trainmedic.checks.sources.config import ConfigDocument, is_true
+from trainmedic.checks.sources.python import PythonSource, keyword, literal
+from trainmedic.checks.sources.shell import ShellScript
 
 HUGE_INTERVAL = 1_000_000
 _MEGATRON = re.compile(r"(?<![\w-])--loss-scale(?:=|[ \t]+)([0-9][0-9.eE+-]*)(?![\w.-])")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from trainmedic.checks.base import CheckFinding, Position, Range, TextEdit
+from trainmedic.checks.protocol import CheckFinding, Position, Range, TextEdit
 
 IGNORE = re.compile(r"#\s*trainmedic:\s*ignore\b(?:\[([^\]]*)\])?")
 

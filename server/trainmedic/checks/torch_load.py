@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trainmedic.checks.base import Check, CheckFinding
-from trainmedic.checks.python import PythonSource, has_star_kwargs, keyword
+from trainmedic.checks.protocol import Check, CheckFinding
+from trainmedic.checks.sources.python import PythonSource, has_star_kwargs, keyword
 
 
 class TorchLoadWeightsOnly(Check):

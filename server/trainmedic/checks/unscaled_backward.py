@@ -6,8 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from trainmedic.checks.amp import amp_facts
-from trainmedic.checks.base import Check, CheckFinding, TextEdit
-from trainmedic.checks.python import PythonSource, method
+from trainmedic.checks.protocol import Check, CheckFinding, TextEdit
+from trainmedic.checks.sources.python import PythonSource, method
 
 
 class UnscaledBackward(Check):

@@ -12,12 +12,12 @@ from __future__ import annotations
 import threading
 import zlib
 
-from trainmedic.catalogue import Catalogue
-from trainmedic.engine import Diagnoser
-from trainmedic.lsp.diagnostics import LineIndex, Published, publishable
-from trainmedic.matching import Matcher
-from trainmedic.reader import Chunker
-from trainmedic.watch import GrowingFile
+from trainmedic.catalogue.rules import Catalogue
+from trainmedic.diagnosis.engine import Diagnoser
+from trainmedic.lsp.conversions import LineIndex, Published, publishable
+from trainmedic.matching.python import Matcher
+from trainmedic.logs.reader import Chunker
+from trainmedic.diagnosis.watch import GrowingFile
 
 # How far the client's copy of a growing file may lag behind what was read and still match it.
 RECENT_BYTES = 1 << 20

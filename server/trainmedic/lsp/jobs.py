@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from trainmedic.backends import matcher_for
-from trainmedic.catalogue import Catalogue
-from trainmedic.engine import diagnose
-from trainmedic.matching import Matcher
+from trainmedic.matching.choice import matcher_for
+from trainmedic.catalogue.rules import Catalogue
+from trainmedic.diagnosis.engine import diagnose
+from trainmedic.matching.python import Matcher
 from trainmedic.model import Diagnosis
 
 if TYPE_CHECKING:

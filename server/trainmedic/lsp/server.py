@@ -32,11 +32,11 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCProtocol, MsgId
 
 from trainmedic import __version__
-from trainmedic.catalogue import RuleError
-from trainmedic.lsp.diagnostics import Published
+from trainmedic.catalogue.rules import RuleError
+from trainmedic.lsp.conversions import Published
 from trainmedic.lsp.features import FEATURES
 from trainmedic.lsp.memory import IdleTrim
-from trainmedic.lsp.rulepacks import RulePacks
+from trainmedic.lsp.active_catalogue import RulePacks
 from trainmedic.lsp.settings import Settings
 
 if TYPE_CHECKING:

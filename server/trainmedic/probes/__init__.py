@@ -15,7 +15,7 @@ from trainmedic.probes import (
     dataloader,
     distributed,
     memory,
-    model,
+    model_code,
     numerics,
     port,
 )
@@ -30,6 +30,6 @@ PROBES: dict[str, ModuleType] = {
     "numerics": numerics,
     "checkpoint": checkpoint,
     "memory": memory,
-    "model": model,
+    "model": model_code,
     "dataloader": dataloader,
 }

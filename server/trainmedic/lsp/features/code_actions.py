@@ -10,7 +10,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from trainmedic.lsp.diagnostics import SOURCE
+from trainmedic.lsp.conversions import SOURCE
 from trainmedic.lsp.server import TrainmedicServer
 
 KIND = types.CodeActionKind.QuickFix

@@ -18,12 +18,12 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
-from trainmedic.catalogue import Catalogue, RuleError
+from trainmedic.catalogue.rules import Catalogue, RuleError
 from trainmedic.lsp import jobs
-from trainmedic.lsp.diagnostics import LineMap, publishable
-from trainmedic.lsp.rulepacks import layered
+from trainmedic.lsp.conversions import LineMap, publishable
+from trainmedic.lsp.active_catalogue import layered
 from trainmedic.lsp.server import TrainmedicServer
-from trainmedic.render import diagnosis_markdown, to_dict
+from trainmedic.render.text import diagnosis_markdown, to_dict
 
 logger = logging.getLogger(__name__)
 

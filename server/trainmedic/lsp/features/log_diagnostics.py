@@ -28,7 +28,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from trainmedic.lsp import jobs
-from trainmedic.lsp.diagnostics import LineMap, publishable
+from trainmedic.lsp.conversions import LineMap, publishable
 from trainmedic.lsp.following import FollowedLog
 from trainmedic.lsp.server import RULES_CHANGED, SETTINGS_CHANGED, TrainmedicServer
 

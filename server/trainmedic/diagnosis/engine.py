@@ -12,18 +12,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from trainmedic.attribution import attribute_ranks, chronological
-from trainmedic.catalogue import Catalogue, Rule
-from trainmedic.events import EventExtractor
-from trainmedic.formats import Source, adapt
-from trainmedic.launcher import LAUNCHER, read_report
-from trainmedic.matching import Matcher
+from trainmedic.diagnosis.attribution import attribute_ranks, chronological
+from trainmedic.catalogue.rules import Catalogue, Rule
+from trainmedic.events.extract import EventExtractor
+from trainmedic.logs.formats import Source, adapt
+from trainmedic.logs.launcher import LAUNCHER, read_report
+from trainmedic.matching.python import Matcher
 from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback
-from trainmedic.parallel import read_in_parallel
-from trainmedic.ranks import rank_of_path
-from trainmedic.reader import Chunk, read_chunks
-from trainmedic.scan import ChunkScan, Scanner
-from trainmedic.series import MetricSeries, detector_key
+from trainmedic.events.parallel import read_in_parallel
+from trainmedic.logs.prefixes import rank_of_path
+from trainmedic.logs.reader import Chunk, read_chunks
+from trainmedic.events.scan import ChunkScan, Scanner
+from trainmedic.metrics.series import MetricSeries, detector_key
 
 EVIDENCE_PER_FINGERPRINT = 8
 TRACEBACKS_KEPT = 64

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from trainmedic.catalogue import Catalogue
-from trainmedic.matching import Matcher
+from trainmedic.catalogue.rules import Catalogue
+from trainmedic.matching.python import Matcher
 
 BACKENDS = ("auto", "python", "hyperscan")
 
@@ -14,7 +14,7 @@ class BackendError(Exception):
 
 def matcher_for(catalogue: Catalogue, backend: str = "auto") -> Matcher:
     """The matcher for `backend`; "auto" takes Hyperscan when it is installed."""
-    from trainmedic import fast
+    from trainmedic.matching import hyperscan as fast
 
     if backend == "python" or (backend == "auto" and not fast.available()):
         return Matcher(catalogue)

@@ -23,11 +23,11 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from trainmedic.catalogue import Catalogue
-from trainmedic.matching import Found, Matcher
-from trainmedic.metrics import SIGNALS
+from trainmedic.catalogue.rules import Catalogue
+from trainmedic.matching.python import Found, Matcher
+from trainmedic.metrics.samples import SIGNALS
 from trainmedic.model import Hit
-from trainmedic.tracebacks import MARKERS
+from trainmedic.logs.tracebacks import MARKERS
 
 _MARK = 1 << 30  # the candidate index of a traceback marker's line
 

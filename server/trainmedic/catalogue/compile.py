@@ -12,10 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainmedic.catalogue import CATALOGUE_RESOURCE, Catalogue, RuleError, load_pack
-from trainmedic.render import rule_markdown
+from trainmedic.catalogue.rules import CATALOGUE_RESOURCE, Catalogue, RuleError, load_pack
+from trainmedic.render.text import rule_markdown
 
-RULES_DIR = Path(__file__).resolve().parents[2] / "rules"
+RULES_DIR = Path(__file__).resolve().parents[3] / "rules"
 OUTPUT = Path(__file__).resolve().parent / "data" / CATALOGUE_RESOURCE
 DOCS = RULES_DIR.parent / "docs" / "catalogue"
 

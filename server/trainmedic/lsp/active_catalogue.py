@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from trainmedic.backends import matcher_for
-from trainmedic.catalogue import Catalogue, RuleError, bundled, load_pack
-from trainmedic.matching import Matcher
+from trainmedic.matching.choice import matcher_for
+from trainmedic.catalogue.rules import Catalogue, RuleError, bundled, load_pack
+from trainmedic.matching.python import Matcher
 
 RULE_SUFFIXES = (".yaml", ".yml")
 

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from trainmedic.metrics import Sample
+from trainmedic.metrics.samples import Sample
 from trainmedic.model import Line
 
 EVIDENCE_KEPT = 6

@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trainmedic.checks.base import Position, Range, TextEdit
-from trainmedic.checks.python import split_lines
+from trainmedic.checks.protocol import Position, Range, TextEdit
+from trainmedic.checks.sources.python import split_lines
 
 
 def code_part(line: str) -> str:

@@ -16,9 +16,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from trainmedic.metrics import METRIC_GROUPS
+from trainmedic.metrics.samples import METRIC_GROUPS
 from trainmedic.model import Role
-from trainmedic.regex_safety import check_pattern
+from trainmedic.catalogue.regex_safety import check_pattern
 
 DATA = Path(__file__).resolve().parent / "data"
 SCHEMA_RESOURCE = "rule.schema.json"

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from trainmedic.model import Event, Line, Traceback
-from trainmedic.ranks import parse_rank, rank_of_path
-from trainmedic.scan import ChunkScan
-from trainmedic.timestamps import Clock
-from trainmedic.tracebacks import MAX_BLOCK_LINES, TracebackAssembler
+from trainmedic.logs.prefixes import parse_rank, rank_of_path
+from trainmedic.events.scan import ChunkScan
+from trainmedic.logs.timestamps import Clock
+from trainmedic.logs.tracebacks import MAX_BLOCK_LINES, TracebackAssembler
 
 
 class _Source:

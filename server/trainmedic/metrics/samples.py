@@ -15,8 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from trainmedic.model import Line
-from trainmedic.ranks import parse_rank
-from trainmedic.reader import MAX_LINE_CHARS, Chunk, LineCounter
+from trainmedic.logs.prefixes import parse_rank
+from trainmedic.logs.reader import MAX_LINE_CHARS, Chunk, LineCounter
 
 METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 

@@ -12,12 +12,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from trainmedic.matching import Matcher
-from trainmedic.metrics import Sample, scan_metrics
+from trainmedic.matching.python import Matcher
+from trainmedic.metrics.samples import Sample, scan_metrics
 from trainmedic.model import Hit, Line
-from trainmedic.ranks import census
-from trainmedic.reader import Chunk, LineCounter, shown
-from trainmedic.tracebacks import MAX_BLOCK_LINES
+from trainmedic.logs.prefixes import census
+from trainmedic.logs.reader import Chunk, LineCounter, shown
+from trainmedic.logs.tracebacks import MAX_BLOCK_LINES
 
 # Rank markers are read in a source's whole first chunk, then only in the head of each later
 # one: every rank of a running job prints in every stretch of its log, so the heads keep

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainmedic.catalogue import Catalogue, Rule
-from trainmedic.engine import diagnose_text
+from trainmedic.catalogue.rules import Catalogue, Rule
+from trainmedic.diagnosis.engine import diagnose_text
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from typing import Any, Protocol
 
 from lsprotocol import types
 
-from trainmedic.catalogue import Catalogue
+from trainmedic.catalogue.rules import Catalogue
 from trainmedic.model import Diagnosis, Finding, Line
-from trainmedic.render import rank_of
+from trainmedic.render.text import rank_of
 
 SOURCE = "trainmedic"
 ENTRY_URL = "https://trainmedic.dev/rules/{}"

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cmp_to_key
 
-from trainmedic.launcher import SIGTERM, LauncherReport
+from trainmedic.logs.launcher import SIGTERM, LauncherReport
 from trainmedic.model import Finding, Line, RankReport, RankStatus, Role
 
 SIMULTANEOUS_SECONDS = 1.0

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from trainmedic.checks.base import CheckError, Position, Range, TextEdit
+from trainmedic.checks.protocol import CheckError, Position, Range, TextEdit
 
 NEWLINES = re.compile(r"\r\n|\r|\n")
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from trainmedic.ranks import rank_of_path
+from trainmedic.logs.prefixes import rank_of_path
 
 LOG_SUFFIXES = {".log", ".out", ".err", ".txt", ".json"}
 LOG_NAMES = {"stdout", "stderr"}

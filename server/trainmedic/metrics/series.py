@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainmedic.detectors import READS, Detector, detector_params
-from trainmedic.metrics import METRICS, Sample
+from trainmedic.metrics.detectors import READS, Detector, detector_params
+from trainmedic.metrics.samples import METRICS, Sample
 from trainmedic.model import Line
 
 PLOT_POINTS = 500

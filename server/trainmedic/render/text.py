@@ -8,11 +8,11 @@ import textwrap
 from collections import Counter
 from typing import Any
 
-from trainmedic.attribution import chronological
-from trainmedic.catalogue import Catalogue, Rule
-from trainmedic.detectors import DETECTORS
+from trainmedic.diagnosis.attribution import chronological
+from trainmedic.catalogue.rules import Catalogue, Rule
+from trainmedic.metrics.detectors import DETECTORS
 from trainmedic.model import Diagnosis, Finding, Line, Role
-from trainmedic.redact import redact
+from trainmedic.render.redact import redact
 
 TEXT_EVIDENCE = 6
 TEXT_WIDTH = 160

@@ -14,9 +14,9 @@ from enum import Enum
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
-    from trainmedic.checks.config import ConfigDocument
-    from trainmedic.checks.python import PythonSource
-    from trainmedic.checks.shell import ShellScript
+    from trainmedic.checks.sources.config import ConfigDocument
+    from trainmedic.checks.sources.python import PythonSource
+    from trainmedic.checks.sources.shell import ShellScript
 
 
 @dataclass(frozen=True, order=True)

@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from trainmedic.catalogue import Catalogue
-from trainmedic.engine import Diagnoser
-from trainmedic.formats import adapt
-from trainmedic.inputs import InputError, expand
+from trainmedic.catalogue.rules import Catalogue
+from trainmedic.diagnosis.engine import Diagnoser
+from trainmedic.logs.formats import adapt
+from trainmedic.logs.inputs import InputError, expand
 from trainmedic.model import Diagnosis
-from trainmedic.reader import CHUNK_BYTES, Chunker
+from trainmedic.logs.reader import CHUNK_BYTES, Chunker
 
 READ_PER_POLL = 64 * CHUNK_BYTES
 TAIL_BYTES = 1024  # the last bytes read, read again to tell an append from a rewrite

@@ -18,13 +18,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, BinaryIO
 
-from trainmedic.formats import adapt
-from trainmedic.inputs import InputError
-from trainmedic.reader import CHUNK_BYTES, read_part
-from trainmedic.scan import ChunkScan, Scanner
+from trainmedic.logs.formats import adapt
+from trainmedic.logs.inputs import InputError
+from trainmedic.logs.reader import CHUNK_BYTES, read_part
+from trainmedic.events.scan import ChunkScan, Scanner
 
 if TYPE_CHECKING:
-    from trainmedic.engine import Diagnoser
+    from trainmedic.diagnosis.engine import Diagnoser
 
 PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over costs little
 PARALLEL_MIN_BYTES = 32 * CHUNK_BYTES  # below this, starting workers costs more than it saves
