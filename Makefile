@@ -30,8 +30,8 @@ lint: $(STAMP)
 	$(BIN)/ruff check server tests bench
 	$(BIN)/mypy
 
-catalogue: $(STAMP)  ## recompile rules/ into the bundled JSON catalogue
-	$(BIN)/python -m trainmedic.catalogue.compile
+catalogue: $(STAMP)  ## recompile rules/ into the bundled JSON catalogue, the schema's detectors and docs/catalogue
+	$(BIN)/python -m trainmedic.catalogue.compile && $(BIN)/python -m trainmedic.render.reference
 
 bench: $(STAMP)  ## accuracy and speed figures
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 
 
 def median_seconds(code: str, runs: int) -> float:
@@ -31,9 +31,10 @@ def main() -> int:
     fingerprints = sum(len(rule.fingerprints) for rule in catalogue.rules)
     detectors = sum(len(rule.detectors) for rule in catalogue.rules)
     baseline = median_seconds("pass", runs)
-    load = median_seconds("from trainmedic.catalogue.rules import bundled; bundled()", runs)
+    load = median_seconds("from trainmedic.catalogue.load import bundled; bundled()", runs)
     compiled = median_seconds(
-        "from trainmedic.catalogue.rules import bundled; from trainmedic.matching.python import Matcher; "
+        "from trainmedic.catalogue.load import bundled; "
+        "from trainmedic.matching.python import Matcher; "
         "m = Matcher(bundled()); [p.fingerprint.regex for p in m.patterns]", runs)
     print(f"catalogue: {rules} rules, {fingerprints} fingerprints, {detectors} detector uses")
     print(f"python -c pass              {baseline * 1000:7.1f} ms  (1.00x)")

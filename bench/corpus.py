@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.logs.inputs import opened
 

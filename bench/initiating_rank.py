@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import Diagnoser
 from trainmedic.logs.formats import Source
 from trainmedic.logs.launcher import read_report

@@ -24,9 +24,9 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-from trainmedic.matching.choice import matcher_for
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose_text
+from trainmedic.matching.choice import matcher_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "lsp"
 SERVER = (sys.executable, "-m", "trainmedic", "lsp")

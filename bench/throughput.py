@@ -23,9 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from trainmedic.matching import hyperscan as fast
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.events.parallel import cores
+from trainmedic.matching import hyperscan as fast
 
 HERE = Path(__file__).resolve().parent
 MEASURE = """

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from synthetic import LAYOUTS, PREFIXES, Job, interleaved, per_rank_files
 
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose, diagnose_text
 from trainmedic.model import RankStatus
 

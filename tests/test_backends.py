@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.matching import hyperscan as fast
-from trainmedic.matching.choice import BackendError, matcher_for
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.logs.inputs import opened
-from trainmedic.render.text import to_dict
+from trainmedic.matching import hyperscan as fast
+from trainmedic.matching.choice import BackendError, matcher_for
+from trainmedic.render.json import to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainmedic.catalogue.rules import RuleError, bundled, load, load_pack, quantity
-from trainmedic.catalogue.compile import DOCS, OUTPUT, RULES_DIR, compile_rules, reference_pages
+from trainmedic.catalogue.compile import OUTPUT, RULES_DIR, SCHEMA, compile_rules, schema_text
+from trainmedic.catalogue.load import bundled, load, load_pack
+from trainmedic.catalogue.rules import RuleError, quantity
 from trainmedic.diagnosis.selftest import self_test
+from trainmedic.render.reference import DOCS, reference_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = bundled()
@@ -18,7 +20,12 @@ VALID = (RULES_DIR / "training-stability" / "amp-bf16-vs-fp16.yaml").read_text("
 
 def test_compiled_catalogue_is_in_sync_with_rules_dir() -> None:
     assert OUTPUT.read_text("utf-8") == compile_rules(), \
-        "server/trainmedic/data/catalogue.json is stale: run `make catalogue`"
+        "server/trainmedic/catalogue/data/catalogue.json is stale: run `make catalogue`"
+
+
+def test_schema_declares_the_registered_detectors() -> None:
+    assert SCHEMA.read_text("utf-8") == schema_text(SCHEMA.read_text("utf-8")), \
+        "the rule schema's detectors are stale: run `make catalogue`"
 
 
 def test_markdown_reference_is_in_sync() -> None:

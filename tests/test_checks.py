@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.checks import (
     CHECKS,
     Check,
@@ -30,8 +30,8 @@ from trainmedic.checks import (
     ignore_edit,
     run_checks,
 )
+from trainmedic.checks.findings import split_lines
 from trainmedic.checks.protocol import SECTIONS
-from trainmedic.checks.sources.python import split_lines
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "checks"
 

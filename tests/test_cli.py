@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.logs import inputs
 from trainmedic.cli import EXIT_INPUT, EXIT_ROOT_CAUSE, EXIT_RULES, EXIT_USAGE, main
+from trainmedic.logs import inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "fp16-loss-scale-4ranks.log"

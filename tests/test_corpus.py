@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.logs.inputs import opened
 

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
+from trainmedic.catalogue.regex_safety import check_pattern
 from trainmedic.diagnosis.engine import diagnose
-from trainmedic.metrics.samples import parse_sample
 from trainmedic.logs.prefixes import parse_rank
 from trainmedic.logs.reader import read_lines
-from trainmedic.catalogue.regex_safety import check_pattern
 from trainmedic.logs.timestamps import Clock
+from trainmedic.metrics.samples import parse_sample
 
 CATALOGUE = bundled()
 TRIED: dict[str, int] = {}

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.catalogue.rules import bundled
-from trainmedic.metrics.detectors import DETECTORS, READS, Detector, detector_params
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose_text
+from trainmedic.metrics.detectors.base import Detector
+from trainmedic.metrics.detectors.registry import DETECTORS, detector_params
 from trainmedic.metrics.samples import Sample, parse_sample
 from trainmedic.model import Line
 
@@ -64,7 +65,7 @@ def test_lines_without_metrics(text: str) -> None:
 
 
 def run_detector(name: str, samples: list[Sample], **params: float) -> list[int]:
-    detector = Detector(name, detector_params(name, params))
+    detector = DETECTORS[name](detector_params(name, params))
     fired = []
     for index, sample in enumerate(samples, start=1):
         detector.feed(sample, Line("x", index, ""))
@@ -77,24 +78,25 @@ def values(name: str, series: list[float], overflow: bool = False) -> list[Sampl
     return [Sample(((name, v),), step=i, overflow=overflow) for i, v in enumerate(series)]
 
 
-def test_each_detector_has_a_meaning_and_defaults() -> None:
-    for name, (meaning, defaults) in DETECTORS.items():
-        assert meaning, name
-        assert defaults, name
-        for key in defaults:
-            assert f"`{key}`" in meaning, (name, key)
+def test_each_detector_declares_itself() -> None:
+    for name, detector in DETECTORS.items():
+        assert name == detector.NAME
+        assert detector.DEFAULTS, name
+        for key in detector.DEFAULTS:
+            assert f"`{key}`" in detector.MEANS, (name, key)
+        assert {"loss", "loss_scale", "grad_norm", "lr", "skipped"} >= detector.READS, name
+        assert detector.METRIC in ("loss", "loss_scale", "grad_norm", "lr"), name
 
 
 def state(detector: Detector) -> dict[str, object]:
-    return copy.deepcopy({k: v for k, v in vars(detector).items() if k not in ("_x", "_check")})
+    return copy.deepcopy({k: v for k, v in vars(detector).items() if k != "_x"})
 
 
 def test_a_sample_without_what_a_detector_reads_leaves_it_as_it_was() -> None:
     """Why a series may skip feeding a detector a sample without any value it READS."""
-    assert set(READS) == set(DETECTORS)
     every = ("loss", "loss_scale", "grad_norm", "lr")
-    for name, reads in READS.items():
-        detector = Detector(name, detector_params(name))
+    for name, kind in DETECTORS.items():
+        reads, detector = kind.READS, kind()
         for step in range(30):  # history for the windowed detectors, a run of zeros at the end
             value = 1.0 + step if step < 25 else 0.0
             detector.feed(Sample(tuple((m, value) for m in every), step), Line("x", step, ""))
@@ -157,7 +159,7 @@ for step in range(1, STEPS + 1):
 
 def fired(text: str) -> set[str]:
     series = diagnose_text(text, CATALOGUE, "run.log").series
-    return {a["detector"] for data in series.values() for a in data["anomalies"]}
+    return {a.detector for plot in series for a in plot.anomalies}
 
 
 def test_real_fp16_overflow_halves_the_scale_every_step(tmp_path: Path) -> None:
@@ -218,7 +220,7 @@ def test_healthy_corpus_fires_no_detector(name: str) -> None:
 
 
 def test_a_rule_pack_can_teach_a_new_metric_format(tmp_path: Path) -> None:
-    from trainmedic.catalogue.rules import load
+    from trainmedic.catalogue.load import load
 
     rule = (Path(__file__).resolve().parents[1] / "rules" / "training-stability"
             / "amp-loss-scale.yaml").read_text("utf-8")
@@ -231,8 +233,9 @@ def test_a_rule_pack_can_teach_a_new_metric_format(tmp_path: Path) -> None:
     assert fired(log) == set()  # the built-in formats do not know this one
     diagnosis = diagnose_text(log, load([tmp_path / "pack"]), "run.log")
     assert diagnosis.findings[0].rule_id == "amp-loss-scale"
-    assert diagnosis.series["loss"]["points"][:2] == [[1.0, 0.0], [2.0, 0.0]]
-    assert {a["detector"] for a in diagnosis.series["loss"]["anomalies"]} == {"zero-loss-run"}
+    loss = next(plot for plot in diagnosis.series if plot.metric == "loss")
+    assert loss.points[:2] == ((1.0, 0.0), (2.0, 0.0))
+    assert {a.detector for a in loss.anomalies} == {"zero-loss-run"}
 
 
 DETECTOR_RUNS = """

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainmedic.events import parallel
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
+from trainmedic.events import parallel
 from trainmedic.logs.inputs import opened, total_size
 from trainmedic.logs.reader import Chunk, Chunker, read_chunks, read_part
-from trainmedic.render.text import to_dict
+from trainmedic.render.json import to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 CATALOGUE = bundled()

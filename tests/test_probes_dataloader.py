@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose_text
 from trainmedic.probes import PROBES, dataloader
 

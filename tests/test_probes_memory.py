@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose_text
 from trainmedic.probes import PROBES, memory
 from trainmedic.probes._torch import Report

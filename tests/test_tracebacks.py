@@ -6,8 +6,8 @@ import io
 
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.diagnosis.engine import Diagnoser
-from trainmedic.model import Traceback
 from trainmedic.logs.reader import read_chunks
+from trainmedic.model import Traceback
 
 
 def tracebacks(text: str, chunk_bytes: int = 1 << 20) -> list[Traceback]:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import Diagnoser
 from trainmedic.diagnosis.watch import Follower, GrowingFile
 

@@ -97,14 +97,15 @@ def _fail(message: str, code: int) -> int:
 
 
 def _catalogue(rule_dirs: Sequence[str]) -> Catalogue:
-    from trainmedic.catalogue.rules import load
+    from trainmedic.catalogue.load import load
 
     return load([Path(d) for d in rule_dirs])
 
 
 def _print_diagnosis(diagnosis: Diagnosis, catalogue: Catalogue,
                      args: argparse.Namespace) -> None:
-    from trainmedic.render.text import render_json, render_text
+    from trainmedic.render.json import render_json
+    from trainmedic.render.text import render_text
 
     render = render_json if args.format == "json" else render_text
     output = render(diagnosis, catalogue, args.no_redact)
@@ -130,10 +131,10 @@ def _progress(total: int) -> Callable[[int], None]:
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
-    from trainmedic.matching.choice import matcher_for
     from trainmedic.diagnosis.engine import diagnose
-    from trainmedic.logs.inputs import expand, opened, total_size
     from trainmedic.events.parallel import jobs_for
+    from trainmedic.logs.inputs import expand, opened, total_size
+    from trainmedic.matching.choice import matcher_for
 
     catalogue = _catalogue(args.rules)
     matcher = matcher_for(catalogue, args.backend)
@@ -200,8 +201,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     import importlib.util
     import platform
 
-    from trainmedic.matching.choice import matcher_for
     from trainmedic.events.parallel import PARALLEL_MIN_BYTES, jobs_for
+    from trainmedic.matching.choice import matcher_for
 
     catalogue = _catalogue(args.rules)
     matcher = matcher_for(catalogue)
@@ -238,7 +239,8 @@ def cmd_rules_list(args: argparse.Namespace) -> int:
 
 
 def cmd_rules_show(args: argparse.Namespace) -> int:
-    from trainmedic.render.text import rule_markdown, rule_text
+    from trainmedic.render.markdown import rule_markdown
+    from trainmedic.render.text import rule_text
 
     catalogue = _catalogue(args.rules)
     rule = catalogue.get(args.id)
@@ -269,7 +271,7 @@ def cmd_rules_test(args: argparse.Namespace) -> int:
 
 
 def cmd_rules_validate(args: argparse.Namespace) -> int:
-    from trainmedic.catalogue.rules import load_pack
+    from trainmedic.catalogue.load import load_pack
 
     for directory in args.dirs:
         pack = load_pack(Path(directory))
@@ -448,10 +450,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from trainmedic.matching.choice import BackendError
     from trainmedic.catalogue.rules import RuleError
-    from trainmedic.logs.inputs import InputError
     from trainmedic.events.parallel import WorkerError
+    from trainmedic.logs.inputs import InputError
+    from trainmedic.matching.choice import BackendError
 
     args = build_parser().parse_args(argv)
     try:

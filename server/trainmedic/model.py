@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -72,6 +71,15 @@ class Finding:
     def first(self) -> Line:
         return self.evidence[0]
 
+    def rank_of(self, line: Line) -> int | None:
+        """The rank that printed an evidence line, also when only the matched text named it."""
+        if line.rank is not None:
+            return line.rank
+        ranks = [rank for rank, first in self.first_by_rank if first == line]
+        if ranks:
+            return ranks[0]
+        return self.rank if len(self.first_by_rank) <= 1 else None
+
 
 class RankStatus(str, Enum):
     FAILED_FIRST = "failed-first"
@@ -89,14 +97,34 @@ class RankReport:
 
 
 @dataclass(frozen=True)
+class Anomaly:
+    """Where a detector fired: the line, and the x (step, else line number) it marks."""
+
+    detector: str
+    line: Line
+    x: float
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One metric of one rank, thinned to a plot's size, with the anomalies marked on it."""
+
+    metric: str
+    rank: int | None
+    points: tuple[tuple[float, float | None], ...]  # None: NaN or inf
+    anomalies: tuple[Anomaly, ...] = ()
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """Ordered findings (most likely root cause first), the initiating rank, each rank's state."""
 
     findings: tuple[Finding, ...]
     initiating_rank: int | None
-    ranks: dict[int, RankReport] = field(default_factory=dict)
+    ranks: dict[int, RankReport] = field(default_factory=dict)  # first failure first
     reason: str = ""
-    series: dict[str, Any] = field(default_factory=dict)
+    series: tuple[Plot, ...] = ()
+    failure_order: tuple[int, ...] = ()  # the ranks that failed, first failure first
     tracebacks: tuple[Traceback, ...] = ()
     warnings: tuple[str, ...] = ()
 

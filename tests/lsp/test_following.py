@@ -12,11 +12,11 @@ from lsp_helpers import errors, eventually, next_diagnostics, open_document, rea
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from trainmedic.matching.choice import matcher_for
-from trainmedic.catalogue.rules import bundled
+from trainmedic.catalogue.load import bundled
 from trainmedic.lsp import following, jobs
 from trainmedic.lsp.features.log_diagnostics import FOLLOW_SECONDS
 from trainmedic.lsp.following import FollowedLog
+from trainmedic.matching.choice import matcher_for
 
 HEALTHY, AMP, BF16 = "healthy-2ranks.log", "amp-loss-scale-3ranks.log", "bf16-unsupported.log"
 # A progress bar drawn with lone CRs: each starts a line in the editor but not in the core.

@@ -11,10 +11,10 @@ from typing import get_args
 import pytest
 from lsprotocol import types
 
+from trainmedic.logs.reader import read_lines
 from trainmedic.lsp.conversions import LineIndex, LineMap
 from trainmedic.lsp.features.log_diagnostics import is_log
 from trainmedic.lsp.settings import CollateralSeverity, Settings, camel_case
-from trainmedic.logs.reader import read_lines
 
 PACKAGE_JSON = Path(__file__).resolve().parents[2] / "extension" / "package.json"
 

@@ -1,28 +1,18 @@
-"""The rule catalogue: typed rules, loaded from the bundled compiled JSON or from YAML packs.
+"""The rule catalogue as typed data: rules, their fingerprints, conditions and detectors.
 
-A YAML pack is validated against the published JSON Schema and a few checks the schema cannot
-express (the regular expressions compile, `monitor` and `where` name real things, the file sits
-where its id and category say). An invalid file fails with one line: file, line and field.
+`catalogue.load` builds it from the bundled compiled JSON or from validated YAML packs.
 """
 
 from __future__ import annotations
 
-import json
 import operator
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
-from trainmedic.metrics.samples import METRIC_GROUPS
 from trainmedic.model import Role
-from trainmedic.catalogue.regex_safety import check_pattern
-
-DATA = Path(__file__).resolve().parent / "data"
-SCHEMA_RESOURCE = "rule.schema.json"
-CATALOGUE_RESOURCE = "catalogue.json"
 
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -206,189 +196,3 @@ class Catalogue:
         rules.update(other.by_id)
         return Catalogue(tuple(sorted(rules.values(), key=lambda r: (r.category, r.id))),
                          self.sources + other.sources)
-
-
-def bundled() -> Catalogue:
-    """The catalogue shipped in the package (compiled from `rules/` by `compile_catalogue`)."""
-    text = (DATA / CATALOGUE_RESOURCE).read_text("utf-8")
-    data = json.loads(text)
-    return Catalogue(tuple(Rule.from_dict(r, r.get("source", "")) for r in data["rules"]),
-                     ("bundled",))
-
-
-# --- YAML packs -------------------------------------------------------------------------------
-
-def _schema_validator() -> Callable[[Any], Any]:
-    import fastjsonschema
-
-    text = (DATA / SCHEMA_RESOURCE).read_text("utf-8")
-    return fastjsonschema.compile(json.loads(text))
-
-
-def _node_line(root: Any, path: Iterable[str | int]) -> int | None:
-    """The 1-based line of the YAML node at `path`, as deep as the path can be followed."""
-    import yaml
-
-    node = root
-    line = node.start_mark.line + 1 if node is not None else None
-    for key in path:
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if k.value == str(key):
-                    line, node = k.start_mark.line + 1, v
-                    break
-            else:
-                return line
-        elif isinstance(node, yaml.SequenceNode):
-            index = int(key)
-            if index >= len(node.value):
-                return line
-            node = node.value[index]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
-
-
-def _dotted(path: Iterable[str | int]) -> str:
-    text = ""
-    for key in path:
-        text += f"[{key}]" if isinstance(key, int) or str(key).isdigit() else f".{key}"
-    return text.lstrip(".") or "(rule)"
-
-
-def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
-                   base: Path | None = None) -> Rule:
-    """Load and check one YAML rule; raises `RuleError` naming file, line and field."""
-    import yaml
-
-    shown = str(path)
-    try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise RuleError(shown, None, "(file)", f"cannot read: {error}") from None
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        problem = getattr(error, "problem", None) or "invalid YAML"
-        raise RuleError(shown, mark.line + 1 if mark else None, "(yaml)", problem) from None
-    validate = validate or _schema_validator()
-
-    def fail(field_path: list[str | int], reason: str) -> RuleError:
-        return RuleError(shown, _node_line(root, field_path), _dotted(field_path), reason)
-
-    import fastjsonschema
-
-    try:
-        validate(data)
-    except fastjsonschema.JsonSchemaValueException as error:
-        field_path: list[str | int] = list(error.path[1:])
-        reason = error.message.split(" ", 1)[1] if " " in error.message else error.message
-        if error.rule in ("additionalProperties", "required") and isinstance(error.value, dict):
-            known = _schema_keys(field_path)
-            extra = sorted(set(error.value) - set(known))
-            missing = [k for k in _schema_required(field_path) if k not in error.value]
-            if extra:
-                import difflib
-
-                close = difflib.get_close_matches(extra[0], missing or known, n=1)
-                field_path.append(extra[0])
-                reason = "unknown field" + (f" (did you mean {close[0]!r}?)" if close else "")
-            elif missing:
-                field_path.append(missing[0])
-                reason = "required field is missing"
-        raise fail(field_path, reason) from None
-    _check_semantics(data, path, base, fail)
-    source = str(path.relative_to(base.parent)) if base else shown
-    return Rule.from_dict(data, source)
-
-
-def _schema_at(field_path: list[str | int]) -> dict[str, Any]:
-    """The sub-schema that describes the value at `field_path`."""
-    text = (DATA / SCHEMA_RESOURCE).read_text("utf-8")
-    root: dict[str, Any] = json.loads(text)
-    schema = root
-    for key in field_path:
-        if str(key).isdigit():
-            schema = schema.get("items", {})
-        else:
-            schema = schema.get("properties", {}).get(str(key), {})
-        if "$ref" in schema:
-            schema = root["definitions"][schema["$ref"].rsplit("/", 1)[1]]
-    return schema
-
-
-def _schema_keys(field_path: list[str | int]) -> list[str]:
-    return list(_schema_at(field_path).get("properties", {}))
-
-
-def _schema_required(field_path: list[str | int]) -> list[str]:
-    return list(_schema_at(field_path).get("required", []))
-
-
-def _check_semantics(data: dict[str, Any], path: Path, base: Path | None,
-                     fail: Callable[[list[str | int], str], RuleError]) -> None:
-    if path.stem != data["id"]:
-        raise fail(["id"], f"must equal the file name {path.stem!r}")
-    if base is not None and path.parent != base and path.parent.name != data["category"]:
-        raise fail(["category"], f"must equal the folder name {path.parent.name!r}")
-    names = set()
-    for index, fp in enumerate(data["fingerprints"]):
-        if fp["name"] in names:
-            raise fail(["fingerprints", index, "name"], f"duplicate name {fp['name']!r}")
-        names.add(fp["name"])
-        flags = re.IGNORECASE if fp.get("ignore_case") else 0
-        try:
-            compiled = re.compile(fp["pattern"], flags)
-        except re.error as error:
-            raise fail(["fingerprints", index, "pattern"], f"invalid regex: {error}") from None
-        problem = check_pattern(fp["pattern"])
-        if problem:
-            raise fail(["fingerprints", index, "pattern"], problem)
-        if fp.get("where"):
-            condition = Condition.parse(fp["where"])
-            missing = [n for n in condition.names if n not in compiled.groupindex]
-            if missing:
-                raise fail(["fingerprints", index, "where"],
-                           f"names no group of the pattern: {', '.join(missing)}")
-    for index, metric in enumerate(data.get("metrics", ())):
-        where: list[str | int] = ["metrics", index, "pattern"]
-        try:
-            groups = set(re.compile(metric["pattern"]).groupindex)
-        except re.error as error:
-            raise fail(where, f"invalid regex: {error}") from None
-        problem = check_pattern(metric["pattern"]) or (
-            None if groups and groups <= METRIC_GROUPS else
-            f"named groups must be metric names ({', '.join(sorted(METRIC_GROUPS))})")
-        if problem:
-            raise fail(where, problem)
-    detectors = {d["name"] for d in data.get("detectors", ())}
-    if data["monitor"] not in names | detectors:
-        raise fail(["monitor"], f"names no fingerprint or detector: {data['monitor']!r}")
-
-
-def load_pack(directory: Path) -> Catalogue:
-    """Every `*.yaml`/`*.yml` rule under `directory`; the first invalid one raises."""
-    if not directory.is_dir():
-        raise RuleError(str(directory), None, "(pack)", "not a directory")
-    files = sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml"))
-    if not files:
-        raise RuleError(str(directory), None, "(pack)", "no *.yaml rule files")
-    validate = _schema_validator()
-    rules = [load_rule_file(p, validate, directory) for p in files]
-    seen: dict[str, str] = {}
-    for rule in rules:
-        if rule.id in seen:
-            raise RuleError(rule.source, 1, "id", f"duplicate of {seen[rule.id]}")
-        seen[rule.id] = rule.source
-    return Catalogue(tuple(rules), (str(directory),))
-
-
-def load(packs: Iterable[Path] = ()) -> Catalogue:
-    """The bundled catalogue with the user's packs layered over it, in order."""
-    catalogue = bundled()
-    for pack in packs:
-        catalogue = catalogue.merged(load_pack(pack))
-    return catalogue

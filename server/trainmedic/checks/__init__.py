@@ -6,15 +6,8 @@ line by line. Everything here is pure Python, so the language server's dependenc
 inside the VS Code extension as plain files, with no compiled wheels per platform.
 """
 
-from trainmedic.checks.protocol import (
-    Check,
-    CheckError,
-    CheckFinding,
-    Position,
-    Range,
-    Severity,
-    TextEdit,
-)
+from trainmedic.checks.findings import CheckError, CheckFinding, Position, Range, Severity, TextEdit
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.registry import CHECKS, check_by_code
 from trainmedic.checks.runner import apply_fixes, file_kind, fix_all, run_checks
 from trainmedic.checks.suppress import ignore_edit

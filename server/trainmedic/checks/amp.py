@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from weakref import WeakKeyDictionary
 
-from trainmedic.checks.sources.python import PythonSource, argument, dotted, has_star_kwargs, literal
+from trainmedic.checks.sources.python import (
+    PythonSource,
+    argument,
+    dotted,
+    has_star_kwargs,
+    literal,
+)
 
 _AMP_AUTOCAST = ("device_type", "dtype", "enabled", "cache_enabled")
 CUDA_AUTOCAST = ("enabled", "dtype", "cache_enabled")

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from trainmedic.checks.amp import amp_facts, scaled_loss_receiver
-from trainmedic.checks.protocol import Check, CheckFinding
+from trainmedic.checks.findings import CheckFinding
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.python import PythonSource, dotted, method
 
 CLIPS = frozenset(f"torch.nn.utils.{module}{name}"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from trainmedic import __version__
-from trainmedic.checks.protocol import CheckError, CheckFinding, Range, Severity
+from trainmedic.checks.findings import CheckError, CheckFinding, Range, Severity
 from trainmedic.checks.registry import CHECKS, check_by_code
 from trainmedic.checks.runner import file_kind, fix_all, run_checks
 from trainmedic.logs.inputs import SNIFF_BYTES, InputError, is_binary

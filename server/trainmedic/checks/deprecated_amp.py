@@ -6,7 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from trainmedic.checks.amp import CUDA_AUTOCAST
-from trainmedic.checks.protocol import Check, CheckFinding, Range, TextEdit
+from trainmedic.checks.findings import CheckFinding, Range, TextEdit
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.python import PythonSource
 
 _MODULES = ("torch.cuda.amp", "torch.cuda.amp.grad_scaler", "torch.cuda.amp.autocast_mode")

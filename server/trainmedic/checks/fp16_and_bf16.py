@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trainmedic.checks.protocol import Check, CheckFinding, Range, TextEdit
-from trainmedic.checks.sources.config import ConfigDocument, Node, is_true
+from trainmedic.checks.findings import CheckFinding, Range, TextEdit
 from trainmedic.checks.prefer_bf16 import BF16_FLAG, FALSE_WORDS, FP16_FLAG, hf_arguments
+from trainmedic.checks.protocol import Check
+from trainmedic.checks.sources.config import ConfigDocument, Node, is_true
 from trainmedic.checks.sources.python import PythonSource, keyword, literal
 from trainmedic.checks.sources.shell import ShellScript
 

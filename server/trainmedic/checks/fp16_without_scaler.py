@@ -6,7 +6,8 @@ import ast
 from collections.abc import Iterator
 
 from trainmedic.checks.amp import Precision, amp_facts
-from trainmedic.checks.protocol import Check, CheckFinding, Position, Range, TextEdit
+from trainmedic.checks.findings import CheckFinding, Position, Range, TextEdit
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.python import PythonSource
 
 

@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterator
 
 from trainmedic.checks.amp import FP16
-from trainmedic.checks.protocol import Check, CheckFinding, Position, Range
+from trainmedic.checks.findings import CheckFinding, Position, Range
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.python import PythonSource, dotted, method
 
 _OPTIMIZER = re.compile(r"optim|adam|sgd|lamb|lion|adafactor|rmsprop|adagrad|sophia", re.I)

@@ -6,7 +6,8 @@ import ast
 import re
 from collections.abc import Iterator
 
-from trainmedic.checks.protocol import Check, CheckFinding, Position, Range, TextEdit
+from trainmedic.checks.findings import CheckFinding, Position, Range, TextEdit
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.config import ConfigDocument
 from trainmedic.checks.sources.python import PythonSource, method
 from trainmedic.checks.sources.shell import ShellScript

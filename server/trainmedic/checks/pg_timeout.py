@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trainmedic.checks.protocol import Check, CheckFinding, Severity
+from trainmedic.checks.findings import CheckFinding, Severity
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.python import PythonSource, argument, has_star_kwargs
 
 INIT = {"torch.distributed.init_process_group",

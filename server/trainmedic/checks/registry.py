@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from trainmedic.checks.protocol import Check
 from trainmedic.checks.clip_unscale import ClipBeforeUnscale
 from trainmedic.checks.deprecated_amp import DeprecatedCudaAmp
 from trainmedic.checks.fp16_and_bf16 import Fp16AndBf16
@@ -11,6 +10,7 @@ from trainmedic.checks.half_model import HalfModelTrained
 from trainmedic.checks.nccl_env import DeprecatedNcclEnv
 from trainmedic.checks.pg_timeout import ProcessGroupTimeout
 from trainmedic.checks.prefer_bf16 import PreferBf16
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.scaler_update import ScalerStepWithoutUpdate
 from trainmedic.checks.scaler_with_bf16 import ScalerWithBf16
 from trainmedic.checks.static_loss_scale import StaticLossScale

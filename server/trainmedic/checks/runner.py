@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 
-from trainmedic.checks.protocol import Check, CheckFinding, Position, TextEdit
-from trainmedic.checks.sources.config import parse_json, parse_yaml
-from trainmedic.checks.sources.python import PythonSource, split_lines
+from trainmedic.checks.findings import CheckFinding, Position, TextEdit, split_lines
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.registry import CHECKS
+from trainmedic.checks.sources.config import parse_json, parse_yaml
+from trainmedic.checks.sources.python import PythonSource
 from trainmedic.checks.sources.shell import ShellScript
 from trainmedic.checks.suppress import suppressed
 

@@ -7,7 +7,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from trainmedic.checks.amp import amp_facts
-from trainmedic.checks.protocol import Check, CheckFinding, TextEdit
+from trainmedic.checks.findings import CheckFinding, TextEdit
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.python import PythonSource
 
 

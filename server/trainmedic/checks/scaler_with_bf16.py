@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trainmedic.checks.amp import Precision, amp_facts, scaler_argument, scaler_enabled
-from trainmedic.checks.protocol import Check, CheckFinding, Severity, TextEdit
+from trainmedic.checks.findings import CheckFinding, Severity, TextEdit
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.python import PythonSource
 
 

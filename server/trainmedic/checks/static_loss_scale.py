@@ -6,7 +6,8 @@ import re
 from collections.abc import Callable, Iterator
 
 from trainmedic.checks.amp import amp_facts, scaler_argument, scaler_enabled
-from trainmedic.checks.protocol import Check, CheckFinding, TextEdit
+from trainmedic.checks.findings import CheckFinding, TextEdit
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.config import ConfigDocument, is_true
 from trainmedic.checks.sources.python import PythonSource, keyword, literal
 from trainmedic.checks.sources.shell import ShellScript

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from trainmedic.checks.protocol import CheckFinding, Position, Range, TextEdit
+from trainmedic.checks.findings import CheckFinding, Position, Range, TextEdit
 
 IGNORE = re.compile(r"#\s*trainmedic:\s*ignore\b(?:\[([^\]]*)\])?")
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from trainmedic.checks.protocol import Check, CheckFinding
+from trainmedic.checks.findings import CheckFinding
+from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.python import PythonSource, has_star_kwargs, keyword
 
 

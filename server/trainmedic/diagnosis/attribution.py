@@ -45,6 +45,7 @@ class Attribution:
     rank: int | None
     ranks: dict[int, RankReport]
     reason: str
+    failure_order: tuple[int, ...] = ()  # the ranks that failed, first failure first
 
 
 def _first_lines(findings: Iterable[Finding], order: Mapping[str, int]
@@ -162,7 +163,14 @@ def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
         reason += (f"; torchelastic's 'Root Cause' names rank {elastic.rank}, which only "
                    "reported the failure second-hand")
 
-    return Attribution(rank, _statuses(rank, known, seen, first_root, first_any, report), reason)
+    ranks = _statuses(rank, known, seen, first_root, first_any, report)
+    failed = [(n, r.first_failure) for n, r in ranks.items() if r.first_failure is not None]
+
+    def earlier(a: tuple[int, Line], b: tuple[int, Line]) -> int:
+        return _compare(a[1], b[1], order)
+
+    failed.sort(key=cmp_to_key(earlier))
+    return Attribution(rank, ranks, reason, tuple(n for n, _ in failed))
 
 
 def _statuses(rank: int | None, known: set[int], seen: set[int],

@@ -12,18 +12,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from trainmedic.diagnosis.attribution import attribute_ranks, chronological
 from trainmedic.catalogue.rules import Catalogue, Rule
+from trainmedic.diagnosis.attribution import attribute_ranks, chronological
 from trainmedic.events.extract import EventExtractor
-from trainmedic.logs.formats import Source, adapt
+from trainmedic.events.parallel import scans
+from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
+from trainmedic.logs.formats import Source
 from trainmedic.logs.launcher import LAUNCHER, read_report
-from trainmedic.matching.python import Matcher
-from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback
-from trainmedic.events.parallel import read_in_parallel
 from trainmedic.logs.prefixes import rank_of_path
-from trainmedic.logs.reader import Chunk, read_chunks
-from trainmedic.events.scan import ChunkScan, Scanner
+from trainmedic.logs.reader import Chunk
+from trainmedic.matching.python import Matcher
 from trainmedic.metrics.series import MetricSeries, detector_key
+from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback
 
 EVIDENCE_PER_FINGERPRINT = 8
 TRACEBACKS_KEPT = 64
@@ -155,14 +155,15 @@ def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
                                   {p: i for i, p in enumerate(evidence.paths)})
     return Diagnosis(tuple(findings), attribution.rank, attribution.ranks,
                      reason=attribution.reason, tracebacks=tuple(evidence.tracebacks),
-                     series=evidence.metrics.to_json())
+                     series=evidence.metrics.plots(),
+                     failure_order=attribution.failure_order)
 
 
 class Diagnoser:
     """One run's diagnosis built up chunk by chunk: ask for the answer at any point.
 
-    `diagnose` feeds it whole inputs, `parallel` the scans of other processes in order, and
-    `trainmedic watch` what a growing log appends.
+    `diagnose` feeds it the scans of whole inputs in order (from other processes for big ones),
+    and `trainmedic watch` what a growing log appends.
     """
 
     def __init__(self, catalogue: Catalogue, matcher: Matcher | None = None,
@@ -192,9 +193,15 @@ class Diagnoser:
 
     def read(self, source: Source) -> None:
         """A whole source, start to end."""
-        self.start(source.path, source.timestamp)
-        for chunk in read_chunks(source.stream, source.path):
-            self.add(chunk)
+        for item in self.scanner.scan_source(source):
+            self.feed(item)
+
+    def feed(self, item: SourceStart | ChunkScan) -> None:
+        """The next item of the ordered scans: a source's start, or its next chunk's scan."""
+        if isinstance(item, SourceStart):
+            self.start(item.path, item.timestamp)
+        else:
+            self.fold(item)
 
     def add(self, chunk: Chunk) -> None:
         self.fold(self.scanner.scan(chunk))
@@ -224,11 +231,8 @@ def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
     """Read every input once and diagnose them together as one run, in `jobs` processes;
     `progress` hears how many bytes are done."""
     diagnoser = Diagnoser(catalogue, matcher, progress)
-    if jobs > 1:
-        read_in_parallel(diagnoser, inputs, jobs)
-    else:
-        for path, stream in inputs:  # one input at a time: each may be opened lazily
-            diagnoser.read(adapt(path, stream))
+    for item in scans(diagnoser.scanner, inputs, jobs):
+        diagnoser.feed(item)
     return diagnoser.diagnosis()
 
 

@@ -17,8 +17,8 @@ from trainmedic.catalogue.rules import Catalogue
 from trainmedic.diagnosis.engine import Diagnoser
 from trainmedic.logs.formats import adapt
 from trainmedic.logs.inputs import InputError, expand
-from trainmedic.model import Diagnosis
 from trainmedic.logs.reader import CHUNK_BYTES, Chunker
+from trainmedic.model import Diagnosis
 
 READ_PER_POLL = 64 * CHUNK_BYTES
 TAIL_BYTES = 1024  # the last bytes read, read again to tell an append from a rewrite

@@ -11,11 +11,11 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import replace
 
-from trainmedic.model import Event, Line, Traceback
-from trainmedic.logs.prefixes import parse_rank, rank_of_path
 from trainmedic.events.scan import ChunkScan
+from trainmedic.logs.prefixes import parse_rank, rank_of_path
 from trainmedic.logs.timestamps import Clock
 from trainmedic.logs.tracebacks import MAX_BLOCK_LINES, TracebackAssembler
+from trainmedic.model import Event, Line, Traceback
 
 
 class _Source:

@@ -1,9 +1,9 @@
-"""Big inputs read on every core: pieces of files scanned in worker processes, folded in order.
+"""Inputs → scans in input order, big ones scanned on every core in worker processes.
 
 Chunk boundaries are fixed by byte offset (see `reader`) and a scan needs nothing from the
 chunks before it (see `scan`), so a piece scanned in another process yields exactly the scans a
-read from the start would. The scans are folded in input order, so the answer is the same for
-any number of workers, whichever of them finishes first.
+read from the start would. The scans are yielded in input order, so whoever folds them gets
+the same answer for any number of workers, whichever of them finishes first.
 """
 
 from __future__ import annotations
@@ -13,18 +13,15 @@ import os
 import signal
 import stat
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
+from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
 from trainmedic.logs.formats import adapt
 from trainmedic.logs.inputs import InputError
 from trainmedic.logs.reader import CHUNK_BYTES, read_part
-from trainmedic.events.scan import ChunkScan, Scanner
-
-if TYPE_CHECKING:
-    from trainmedic.diagnosis.engine import Diagnoser
 
 PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over costs little
 PARALLEL_MIN_BYTES = 32 * CHUNK_BYTES  # below this, starting workers costs more than it saves
@@ -76,39 +73,44 @@ def _plain_file_size(path: str, stream: BinaryIO) -> int | None:
     return status.st_size
 
 
-def read_in_parallel(diagnoser: Diagnoser, inputs: Iterable[tuple[str, BinaryIO]],
-                     jobs: int) -> None:
-    """Feed `inputs` to `diagnoser` as `Diagnoser.read` would, scanning them in `jobs` workers."""
+def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]],
+          jobs: int = 1) -> Iterator[SourceStart | ChunkScan]:
+    """Every input's `SourceStart` and chunk scans, in input order, scanned in `jobs` processes.
+
+    Regular files are cut into pieces for the workers; stdin, error files and bounded streams
+    are scanned here, in their place, after everything queued before them."""
+    if jobs <= 1:
+        for path, stream in inputs:  # one input at a time: each may be opened lazily
+            yield from scanner.scan_source(adapt(path, stream))
+        return
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_start_worker, initargs=(diagnoser.scanner,))
+                               initializer=_start_worker, initargs=(scanner,))
     queued: deque[Future[list[ChunkScan]]] = deque()
 
-    def fold_oldest() -> None:
+    def oldest() -> list[ChunkScan]:
         try:
-            scans = queued.popleft().result()
+            return queued.popleft().result()
         except BrokenProcessPool:
             raise WorkerError("a worker process died, perhaps out of memory; "
                               "try --jobs 1") from None
-        for scan in scans:
-            diagnoser.fold(scan)
 
     try:
         for path, stream in inputs:
             source = adapt(path, stream)
             size = _plain_file_size(path, stream) if source.stream is stream else None
-            if size is None:  # read here, after everything queued before it
+            if size is None:
                 while queued:
-                    fold_oldest()
-                diagnoser.read(source)
+                    yield from oldest()
+                yield from scanner.scan_source(source)
                 continue
-            diagnoser.start(path)
+            yield SourceStart(path)
             pieces = max(1, -(-size // (PIECE_CHUNKS * CHUNK_BYTES)))
             for piece in range(pieces):
                 stop = (piece + 1) * PIECE_CHUNKS if piece + 1 < pieces else None
                 queued.append(pool.submit(_scan_piece, path, piece * PIECE_CHUNKS, stop))
                 while len(queued) > jobs * TASKS_PER_WORKER:
-                    fold_oldest()
+                    yield from oldest()
         while queued:
-            fold_oldest()
+            yield from oldest()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -2,27 +2,36 @@
 
 A scan holds a chunk's fingerprint hits, metric samples, rank census and the lines a traceback
 may run through, numbered from the chunk's own first line (0). Needing nothing from earlier
-chunks, chunks can be scanned in any order and in other processes; `events` and the engine then
-fold the scans in order.
+chunks, chunks can be scanned in any order and in other processes; the engine then folds the
+scans in order, each source's after the `SourceStart` that announces it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from trainmedic.logs.formats import Source
+from trainmedic.logs.prefixes import census
+from trainmedic.logs.reader import Chunk, LineCounter, read_chunks, shown
+from trainmedic.logs.tracebacks import MAX_BLOCK_LINES
 from trainmedic.matching.python import Matcher
 from trainmedic.metrics.samples import Sample, scan_metrics
 from trainmedic.model import Hit, Line
-from trainmedic.logs.prefixes import census
-from trainmedic.logs.reader import Chunk, LineCounter, shown
-from trainmedic.logs.tracebacks import MAX_BLOCK_LINES
 
 # Rank markers are read in a source's whole first chunk, then only in the head of each later
 # one: every rank of a running job prints in every stretch of its log, so the heads keep
 # seeing them all at a fraction of the cost.
 CENSUS_SPAN = 1 << 15
+
+
+@dataclass(frozen=True)
+class SourceStart:
+    """A source begins (in the order sources are read): the scans after it are its own."""
+
+    path: str
+    timestamp: float | None = None  # what the source's format says of all its lines' time
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,12 @@ class Scanner:
     def __init__(self, matcher: Matcher, metric_patterns: Iterable[re.Pattern[str]] = ()) -> None:
         self.matcher = matcher
         self.metric_patterns = tuple(metric_patterns)
+
+    def scan_source(self, source: Source) -> Iterator[SourceStart | ChunkScan]:
+        """A whole source, start to end: its announcement, then each chunk's scan."""
+        yield SourceStart(source.path, source.timestamp)
+        for chunk in read_chunks(source.stream, source.path):
+            yield self.scan(chunk)
 
     def scan(self, chunk: Chunk) -> ChunkScan:
         text = chunk.text

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from trainmedic.catalogue.load import bundled, load_pack
+from trainmedic.catalogue.rules import Catalogue, RuleError
 from trainmedic.matching.choice import matcher_for
-from trainmedic.catalogue.rules import Catalogue, RuleError, bundled, load_pack
 from trainmedic.matching.python import Matcher
 
 RULE_SUFFIXES = (".yaml", ".yml")

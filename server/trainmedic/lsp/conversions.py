@@ -17,7 +17,6 @@ from lsprotocol import types
 
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.model import Diagnosis, Finding, Line
-from trainmedic.render.text import rank_of
 
 SOURCE = "trainmedic"
 ENTRY_URL = "https://trainmedic.dev/rules/{}"
@@ -159,7 +158,7 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, lines: Pos
         rule = catalogue.by_id[finding.rule_id]
         where = lines.place(line)
         data: dict[str, Any] = {"rule_id": rule.id, "fix": rule.fix, "verify": rule.verify_command,
-                                "role": finding.role.value, "rank": rank_of(finding, line)}
+                                "role": finding.role.value, "rank": finding.rank_of(line)}
         diagnostics.append(types.Diagnostic(
             range=where, message=message, source=SOURCE, code=rule.id,
             severity=types.DiagnosticSeverity.Error if is_root else severity,
@@ -186,7 +185,7 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, lines: Pos
         for line in finding.evidence:
             if root is not None and finding is root[0] and line == root[1]:
                 continue
-            rank = rank_of(finding, line)
+            rank = finding.rank_of(line)
             if root is not None and finding is root[0] and initiating in (None, rank):
                 message = f"Evidence for the root cause{_on(rank)}: {title}"
             else:

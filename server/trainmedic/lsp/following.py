@@ -14,10 +14,10 @@ import zlib
 
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.diagnosis.engine import Diagnoser
+from trainmedic.diagnosis.watch import GrowingFile
+from trainmedic.logs.reader import Chunker
 from trainmedic.lsp.conversions import LineIndex, Published, publishable
 from trainmedic.matching.python import Matcher
-from trainmedic.logs.reader import Chunker
-from trainmedic.diagnosis.watch import GrowingFile
 
 # How far the client's copy of a growing file may lag behind what was read and still match it.
 RECENT_BYTES = 1 << 20

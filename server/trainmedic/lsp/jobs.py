@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from trainmedic.matching.choice import matcher_for
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.diagnosis.engine import diagnose
+from trainmedic.matching.choice import matcher_for
 from trainmedic.matching.python import Matcher
 from trainmedic.model import Diagnosis
 

@@ -33,10 +33,10 @@ from pygls.protocol.json_rpc import JsonRPCProtocol, MsgId
 
 from trainmedic import __version__
 from trainmedic.catalogue.rules import RuleError
+from trainmedic.lsp.active_catalogue import RulePacks
 from trainmedic.lsp.conversions import Published
 from trainmedic.lsp.features import FEATURES
 from trainmedic.lsp.memory import IdleTrim
-from trainmedic.lsp.active_catalogue import RulePacks
 from trainmedic.lsp.settings import Settings
 
 if TYPE_CHECKING:

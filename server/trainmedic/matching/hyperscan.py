@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from trainmedic.catalogue.rules import Catalogue
+from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.matching.python import Found, Matcher
 from trainmedic.metrics.samples import SIGNALS
 from trainmedic.model import Hit
-from trainmedic.logs.tracebacks import MARKERS
 
 _MARK = 1 << 30  # the candidate index of a traceback marker's line
 

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from trainmedic.catalogue.regex_safety import required_literals
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.launcher import LAUNCHER, PATTERNS
+from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.metrics.samples import SIGNAL_REGEXES, SIGNALS
 from trainmedic.model import Hit
-from trainmedic.catalogue.regex_safety import required_literals
-from trainmedic.logs.tracebacks import MARKERS
 
 
 class Found(NamedTuple):

@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from trainmedic.model import Line
 from trainmedic.logs.prefixes import parse_rank
 from trainmedic.logs.reader import MAX_LINE_CHARS, Chunk, LineCounter
+from trainmedic.model import Line
 
 METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 

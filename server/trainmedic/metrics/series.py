@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from trainmedic.metrics.detectors import READS, Detector, detector_params
+from trainmedic.metrics.detectors.base import Detector
+from trainmedic.metrics.detectors.registry import DETECTORS, detector_params
 from trainmedic.metrics.samples import METRICS, Sample
-from trainmedic.model import Line
+from trainmedic.model import Anomaly, Line, Plot
 
 PLOT_POINTS = 500
 ANOMALIES_KEPT = 50
@@ -68,13 +68,13 @@ class MetricSeries:
             if line.rank is not None:
                 self.ranks.add(line.rank)
             for key in self.keys:
-                detector = self.detectors[(key, line.rank)] = Detector(key[0], dict(key[1]))
+                detector = self.detectors[(key, line.rank)] = DETECTORS[key[0]](dict(key[1]))
                 detectors.append(detector)
         present = {name for name, _ in sample.values}
         if sample.skipped:
             present.add("skipped")
         for detector in detectors:
-            if not present.isdisjoint(READS[detector.name]):
+            if not present.isdisjoint(detector.READS):
                 detector.feed(sample, line)
         x = float(sample.step) if sample.step is not None else float(line.number)
         for name, value in sample.values:
@@ -95,42 +95,30 @@ class MetricSeries:
                 lines.extend(detector.lines)
         return lines
 
-    def to_json(self) -> dict[str, Any]:
+    def plots(self) -> tuple[Plot, ...]:
         """Per metric: one rank's points (at most PLOT_POINTS) and the anomalies.
 
         The plotted rank is the one where a detector fired on that metric, else the lowest.
         """
-        out: dict[str, Any] = {}
-        anomalies: dict[str, list[dict[str, Any]]] = {}
-        for (key, _), detector in self.detectors.items():
+        anomalies: dict[str, list[Anomaly]] = {}
+        for detector in self.detectors.values():
             if not detector.fired:
                 continue
-            metric = _metric_of(key[0])
-            kept = anomalies.setdefault(metric, [])
+            kept = anomalies.setdefault(detector.METRIC, [])
             for line, x in zip(detector.lines, detector.steps, strict=True):
                 if len(kept) < ANOMALIES_KEPT:
-                    kept.append({"detector": key[0], "rank": line.rank, "path": line.path,
-                                 "line": line.number, "x": x})
+                    kept.append(Anomaly(detector.NAME, line, x))
+        out = []
         for name in METRICS:
             ranks = [rank for metric, rank in self.series if metric == name]
             if not ranks:
                 continue
-            flagged = [a["rank"] for a in anomalies.get(name, ()) if a["rank"] in ranks]
+            flagged = [a.line.rank for a in anomalies.get(name, ()) if a.line.rank in ranks]
             plot = self.series[(name, flagged[0] if flagged else
                                 min(ranks, key=lambda r: -1 if r is None else r))]
             step = max(1, math.ceil(len(plot.points) / PLOT_POINTS))
-            out[name] = {
-                "rank": plot.rank,
-                "points": [[x, v if math.isfinite(v) else None]
-                           for x, v in plot.points[::step]],
-                "anomalies": anomalies.get(name, []),
-            }
-        return out
-
-
-def _metric_of(detector: str) -> str:
-    if "scale" in detector or "overflow" in detector:
-        return "loss_scale"
-    if "grad-norm" in detector:
-        return "grad_norm"
-    return "loss"
+            out.append(Plot(name, plot.rank,
+                            tuple((x, v if math.isfinite(v) else None)
+                                  for x, v in plot.points[::step]),
+                            tuple(anomalies.get(name, ()))))
+        return tuple(out)

@@ -34,3 +34,8 @@ def _mask(match: re.Match[str]) -> str:
 def redact(text: str) -> str:
     """`text` with every recognised secret replaced by MASK."""
     return _SECRETS.sub(_mask, text) if text else text
+
+
+def shown(text: str, secrets: bool) -> str:
+    """Evidence text as a renderer shows it: redacted unless the user asked for secrets."""
+    return text if secrets else redact(text)

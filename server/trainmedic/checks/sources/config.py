@@ -13,8 +13,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trainmedic.checks.protocol import CheckError, Position, Range, TextEdit
-from trainmedic.checks.sources.python import split_lines
+from trainmedic.checks.findings import CheckError, Position, Range, TextEdit, split_lines
 
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import ast
 import io
-import re
 import tokenize
 from bisect import bisect_left
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from trainmedic.checks.protocol import CheckError, Position, Range, TextEdit
+from trainmedic.checks.findings import NEWLINES, CheckError, Position, Range, TextEdit, split_lines
 
-NEWLINES = re.compile(r"\r\n|\r|\n")
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SKIP = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT,
@@ -46,11 +44,6 @@ class Tokens:
     def string(self, index: int) -> str:
         """The token's text; "" past either end."""
         return self.items[index].string if 0 <= index < len(self.items) else ""
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as Python, editors and LSP count them (`\\n`, `\\r\\n` or `\\r`)."""
-    return NEWLINES.split(text)
 
 
 def dotted(node: ast.expr) -> str | None:

@@ -10,8 +10,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from trainmedic.checks.protocol import Position, Range, TextEdit
-from trainmedic.checks.sources.python import split_lines
+from trainmedic.checks.findings import Position, Range, TextEdit, split_lines
 
 
 def code_part(line: str) -> str:

@@ -20,10 +20,11 @@ from pygls.uris import to_fs_path
 
 from trainmedic.catalogue.rules import Catalogue, RuleError
 from trainmedic.lsp import jobs
-from trainmedic.lsp.conversions import LineMap, publishable
 from trainmedic.lsp.active_catalogue import layered
+from trainmedic.lsp.conversions import LineMap, publishable
 from trainmedic.lsp.server import TrainmedicServer
-from trainmedic.render.text import diagnosis_markdown, to_dict
+from trainmedic.render.json import to_dict
+from trainmedic.render.markdown import diagnosis_markdown
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from trainmedic.lsp.server import TrainmedicServer
-from trainmedic.render.text import finding_markdown
+from trainmedic.render.markdown import finding_markdown
 
 
 def register(ls: TrainmedicServer) -> None:

@@ -16,7 +16,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.uris import to_fs_path
 
 from trainmedic.lsp.server import RULES_CHANGED, SETTINGS_CHANGED, TrainmedicServer
-from trainmedic.render.text import rule_markdown
+from trainmedic.render.markdown import rule_markdown
 
 logger = logging.getLogger(__name__)
 

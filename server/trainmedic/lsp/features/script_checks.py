@@ -28,7 +28,7 @@ from trainmedic.checks import (
     ignore_edit,
     run_checks,
 )
-from trainmedic.checks.sources.python import split_lines
+from trainmedic.checks.findings import split_lines
 from trainmedic.lsp.conversions import ENTRY_URL, SOURCE
 from trainmedic.lsp.features.log_diagnostics import is_log
 from trainmedic.lsp.server import SETTINGS_CHANGED, TrainmedicServer

@@ -1,0 +1,67 @@
+"""What every detector shares: its declaration, its evidence, and the per-rank state it keeps."""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from trainmedic.metrics.samples import Sample
+from trainmedic.model import Line
+
+EVIDENCE_KEPT = 6
+
+
+class Detector:
+    """One detector with its parameters, run over one rank's samples in order.
+
+    A subclass declares the class variables and implements `check`, calling `hit(line)` where
+    its condition holds; a sample holding none of READS is never fed to it.
+    """
+
+    NAME: ClassVar[str]
+    MEANS: ClassVar[str]  # one sentence naming the parameters in backquotes
+    READS: ClassVar[frozenset[str]]
+    METRIC: ClassVar[str]  # the plotted metric its anomalies are marked on
+    DEFAULTS: ClassVar[Mapping[str, float]]
+
+    def __init__(self, params: Mapping[str, float] | None = None) -> None:
+        self.params = {**self.DEFAULTS, **(params or {})}
+        self.lines: list[Line] = []
+        self.steps: list[float] = []  # the x of each kept line
+        self.fired = False
+        self._x = 0.0
+
+    def hit(self, line: Line) -> None:
+        self.fired = True
+        if len(self.lines) < EVIDENCE_KEPT and line not in self.lines:
+            self.lines.append(line)
+            self.steps.append(self._x)
+
+    def feed(self, sample: Sample, line: Line) -> None:
+        """One sample in order; its x (step, else line number) marks the anomaly on a plot."""
+        self._x = float(sample.step) if sample.step is not None else float(line.number)
+        self.check(sample, line)
+
+    def check(self, sample: Sample, line: Line) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class RunningMedian:
+    """The median of the last `window` finite values, once `min_history` of them were seen."""
+
+    window: float
+    min_history: float
+    history: deque[float] = field(default_factory=deque)
+
+    def before(self, value: float) -> float | None:
+        """The median before `value` (None while the history is short); then keeps `value`."""
+        median = statistics.median(self.history) \
+            if len(self.history) >= self.min_history else None
+        self.history.append(value)
+        if len(self.history) > self.window:
+            self.history.popleft()
+        return median

@@ -1,0 +1,61 @@
+"""Diagnosis → the JSON contract of `trainmedic diagnose --format json` and the LSP command."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from trainmedic.catalogue.rules import Catalogue, Rule
+from trainmedic.model import Diagnosis, Finding, Plot
+from trainmedic.render.redact import shown
+
+
+def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[str, Any]:
+    """One diagnosis of the JSON contract; evidence is redacted unless `secrets`."""
+    return {
+        "rule_id": finding.rule_id,
+        "title": rule.title,
+        "role": finding.role.value,
+        "confidence": finding.confidence,
+        "rank": finding.rank,
+        "evidence": [{"path": ln.path, "line": ln.number, "text": shown(ln.text, secrets)}
+                     for ln in finding.evidence],
+        "fix": rule.fix,
+        "verify": rule.verify_command,
+        "related": list(rule.related),
+    }
+
+
+def plot_dict(plot: Plot) -> dict[str, Any]:
+    """One metric's series: its rank, [x, value] points (null for NaN/inf), anomalies."""
+    return {
+        "rank": plot.rank,
+        "points": [[x, value] for x, value in plot.points],
+        "anomalies": [{"detector": a.detector, "rank": a.line.rank, "path": a.line.path,
+                       "line": a.line.number, "x": a.x} for a in plot.anomalies],
+    }
+
+
+def to_dict(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -> dict[str, Any]:
+    """The JSON contract of `trainmedic diagnose --format json`."""
+    return {
+        "initiating_rank": diagnosis.initiating_rank,
+        "initiating_reason": diagnosis.reason,
+        "diagnoses": [finding_dict(f, catalogue.by_id[f.rule_id], secrets)
+                      for f in diagnosis.findings],
+        "ranks": {
+            str(rank): {
+                "status": report.status.value,
+                "first_failure_line": (
+                    {"path": report.first_failure.path, "line": report.first_failure.number}
+                    if report.first_failure else None
+                ),
+            }
+            for rank, report in diagnosis.ranks.items()
+        },
+        "series": {plot.metric: plot_dict(plot) for plot in diagnosis.series},
+    }
+
+
+def render_json(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -> str:
+    return json.dumps(to_dict(diagnosis, catalogue, secrets), indent=2, ensure_ascii=False)

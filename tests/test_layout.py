@@ -1,0 +1,105 @@
+"""The package's folders are the pipeline: no import cycle, imports only forward along it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "server" / "trainmedic"
+
+# Stages in data-flow order; a module may import its own stage and the ones before it.
+STAGES = ("model", "logs", "metrics", "catalogue", "matching", "events", "diagnosis", "render",
+          "checks", "probes", "lsp", "cli", "__main__")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def imports() -> dict[str, set[str]]:
+    """Each module's imports of the package's modules, wherever they are written
+    (`TYPE_CHECKING` blocks and function bodies included)."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name in modules)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]
+                                    + ([node.module] if node.module else []))
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in modules:
+                        found.add(f"{base}.{alias.name}")
+                    elif base in modules:
+                        found.add(base)
+        graph[name] = found - {name}
+    return graph
+
+
+def _stage(module: str) -> int:
+    parts = module.split(".")
+    return STAGES.index(parts[1]) if len(parts) > 1 else -1
+
+
+def test_no_import_cycle() -> None:
+    graph = imports()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    assert not cycles
+
+
+def test_imports_go_forward_along_the_pipeline() -> None:
+    backwards = sorted(
+        f"{module} -> {target}" for module, targets in imports().items() for target in targets
+        if _stage(target) > _stage(module) and module != "trainmedic.__main__")
+    assert not backwards
+
+
+def test_every_folder_is_a_stage() -> None:
+    folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
+    assert folders | modules <= set(STAGES)
+    assert len(modules) <= 8
+
+
+def test_the_checker_sees_cycles_and_backward_imports(tmp_path: Path) -> None:
+    """The graph reader itself: a function-level import is an import."""
+    graph = imports()
+    assert "trainmedic.diagnosis.engine" in graph["trainmedic.cli"] or any(
+        t.startswith("trainmedic.diagnosis") for t in graph["trainmedic.cli"])
+    assert _stage("trainmedic.lsp.server") > _stage("trainmedic.logs.reader")
