@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainmedic.logs.prefixes import parse_rank
+from trainmedic.logs.prefixes import PREFIXES, Prefix, census, parse_rank
 
 
 @pytest.mark.parametrize(
@@ -40,3 +40,15 @@ def test_rank_is_found(text: str, rank: int, body: str) -> None:
 )
 def test_no_rank_is_invented(text: str) -> None:
     assert parse_rank(text)[0] is None
+
+
+@pytest.mark.parametrize("prefix", PREFIXES, ids=lambda p: p.launcher)
+def test_every_registered_prefix_reads_its_example(prefix: Prefix) -> None:
+    rank, body = parse_rank(prefix.example)
+    assert rank == prefix.rank
+    assert body and prefix.example.endswith(body) and body != prefix.example  # prefix cut
+    assert census("some output\n" + prefix.example) >= {prefix.rank}
+
+
+def test_census_reads_prefixes_only_at_line_starts() -> None:
+    assert census("loss went to 7: inf at step 3\n") == set()

@@ -4,6 +4,8 @@
  */
 import * as path from 'path';
 
+import manifest from '../../package.json';
+
 export const SECTION = 'trainmedic';
 
 export const COLLATERAL_SEVERITIES = ['information', 'hint', 'warning'] as const;
@@ -20,16 +22,23 @@ export interface Settings {
     readonly notifyOnFailedCommand: boolean;
 }
 
-/** Equal to the defaults in package.json and in the server's settings dataclass. */
+const CONTRIBUTED = manifest.contributes.configuration.properties as Record<string, { default?: unknown }>;
+
+/** A setting's default as package.json contributes it: the one place the client keeps them. */
+function contributedDefault<K extends keyof Settings>(key: K): Settings[K] {
+    return CONTRIBUTED[`${SECTION}.${key}`]?.default as Settings[K];
+}
+
+/** The defaults of package.json; the server's settings dataclass is tested to equal them. */
 export const DEFAULT_SETTINGS: Settings = {
-    interpreter: '',
-    rulePacks: [],
-    logGlobs: ['**/*.log', '**/*.out', '**/*.err', '**/slurm-*.out'],
-    diagnoseOnOpen: true,
-    followLogs: true,
-    collateralSeverity: 'information',
-    scriptChecks: true,
-    notifyOnFailedCommand: true,
+    interpreter: contributedDefault('interpreter'),
+    rulePacks: contributedDefault('rulePacks'),
+    logGlobs: contributedDefault('logGlobs'),
+    diagnoseOnOpen: contributedDefault('diagnoseOnOpen'),
+    followLogs: contributedDefault('followLogs'),
+    collateralSeverity: contributedDefault('collateralSeverity'),
+    scriptChecks: contributedDefault('scriptChecks'),
+    notifyOnFailedCommand: contributedDefault('notifyOnFailedCommand'),
 };
 
 /** The `trainmedic` section as the server reads it: camelCase on the wire. */

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.diagnosis.engine import Diagnoser
-from trainmedic.logs.formats import adapt
+from trainmedic.logs.formats import adapt, written_whole
 from trainmedic.logs.inputs import InputError, expand
 from trainmedic.logs.reader import CHUNK_BYTES, Chunker
 from trainmedic.model import Diagnosis
@@ -110,7 +110,7 @@ class Follower:
             file = GrowingFile(name)
         except OSError:
             return
-        if name.endswith(".json"):  # an error file is written whole, once
+        if written_whole(name):
             source = adapt(name, file.stream)
             if source.timestamp is not None:
                 self.diagnoser.read(source)

@@ -1,18 +1,41 @@
-"""Which rank printed a line: launcher prefixes first, then rank markers in the text."""
+"""Which rank printed a line: launcher prefixes first, then rank markers in the text.
+
+Launchers are read from PREFIXES, one line each; the rank census of a chunk is built from the
+same table, so the two never disagree.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-# Launcher prefixes, outermost first; each may wrap the next (`[default0]:[rank0]: ...`).
-# `global` tells whether the number is the global rank (True) or a local one.
-_PREFIXES: tuple[tuple[re.Pattern[str], bool], ...] = (
-    (re.compile(r"\[rank(\d+)\]: ?"), True),                      # torchrun 2.x per-rank stderr
-    (re.compile(r"\[default(\d+)\]:"), False),                    # torchrun --tee (local rank)
-    (re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>: ?"), True),      # mpirun --tag-output
-    (re.compile(r"[\w.-]+: \[rank(\d+)\]: ?"), True),             # host: [rankN]: (pdsh launchers)
-    (re.compile(r" {0,4}(\d{1,6}): (?=\S)"), True),               # srun -l / --label
+
+@dataclass(frozen=True)
+class Prefix:
+    """A launcher's line prefix: `pattern` matches it at the start of a line (or right after an
+    outer prefix) with the rank as its one group; `example` is a real line it must read."""
+
+    launcher: str
+    pattern: str
+    is_global: bool  # the number is the global rank, not a local one
+    rank: int  # the rank `example` names
+    example: str
+
+
+# Outermost first; each may wrap the next (`[default0]:[rank0]: ...`).
+PREFIXES = (
+    Prefix("torchrun 2.x per-rank stderr", r"\[rank(\d{1,6})\]: ?", True, 3,
+           "[rank3]: Traceback (most recent call last):"),
+    Prefix("torchrun --tee (local rank)", r"\[default(\d{1,6})\]:", False, 1,
+           "[default1]:[W socket.cpp:464] [c10d] The server socket has failed to bind."),
+    Prefix("mpirun --tag-output", r"\[\d{1,6},(\d{1,6})\]<std(?:out|err)>: ?", True, 2,
+           "[1,2]<stderr>:RuntimeError: CUDA error: out of memory"),
+    Prefix("pdsh-style launchers (host: [rankN]:)", r"[\w.-]{1,255}: \[rank(\d{1,6})\]: ?", True, 5,
+           "worker-1: [rank5]: torch.OutOfMemoryError: CUDA out of memory."),
+    Prefix("srun -l / --label", r" {0,4}(\d{1,6}): (?=\S)", True, 7,
+           "7: Traceback (most recent call last):"),
 )
+_PREFIXES = tuple((re.compile(p.pattern), p.is_global) for p in PREFIXES)
 # Rank written in the message itself: `[Rank 3]`, `[rank 3]`, `rank=3`, `RANK 3`, `Rank 3 `.
 _IN_TEXT = re.compile(r"(?<![\w.])(?:\[rank ?|rank[ =:]\s?)(\d{1,6})\b", re.IGNORECASE)
 # NCCL debug lines: `host:pid:tid [N] NCCL INFO ...` (N is the local device/rank).
@@ -63,7 +86,7 @@ _PATH_RANK = (
 # Rank markers counted over whole chunks, to know which ranks exist even if they stayed quiet.
 # Each pattern starts with a literal, which the regex engine finds fast.
 _CENSUS_MARKERS = re.compile(r"\[(?:rank ?|default|Rank )(\d{1,6})\]")
-_CENSUS_PREFIXES = re.compile(r"\n(?:\[\d{1,6},(\d{1,6})\]<std| {0,4}(\d{1,6}): (?=\S))")
+_CENSUS_PREFIXES = re.compile("\n(?:" + "|".join(p.pattern for p in PREFIXES) + ")")
 
 
 def rank_of_path(path: str) -> int | None:
@@ -78,5 +101,5 @@ def rank_of_path(path: str) -> int | None:
 def census(text: str) -> set[int]:
     """Every rank named by a rank marker anywhere in `text`, or by a launcher's line prefix."""
     found = set(_CENSUS_MARKERS.findall(text))
-    found.update(a or b for a, b in set(_CENSUS_PREFIXES.findall("\n" + text)))
+    found.update(next(r for r in groups if r) for groups in set(_CENSUS_PREFIXES.findall("\n" + text)))
     return {int(rank) for rank in found}

@@ -1,18 +1,31 @@
 """Inputs that are not plain logs, turned into the log text they stand for.
 
-A torchelastic error file (`error.json`, TORCHELASTIC_ERROR_FILE) holds one rank's exception and
-traceback as JSON with the failure time; it becomes that traceback's text, and every line of it
-takes the file's timestamp so it orders against the other ranks' logs.
+One module per format, listed in FORMATS. A format module declares its NAME, the file SUFFIXES
+it may have, the MAX_BYTES it reads, whether it is WRITTEN_WHOLE (once, never appended to, so
+`watch` reads it whole instead of following it), and `decode(raw) -> (text, timestamp) | None`.
 """
 
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import BinaryIO, Protocol
 
-MAX_ERROR_FILE_BYTES = 16 << 20
+from trainmedic.logs.formats import elastic_error
+
+
+class Format(Protocol):
+    NAME: str
+    SUFFIXES: tuple[str, ...]
+    MAX_BYTES: int
+    WRITTEN_WHOLE: bool
+
+    def decode(self, raw: bytes) -> tuple[str, float | None] | None: ...
+
+
+FORMATS: tuple[Format, ...] = (
+    elastic_error,
+)
 
 
 @dataclass(frozen=True)
@@ -24,34 +37,29 @@ class Source:
     timestamp: float | None = None
 
 
-def _error_file_text(data: Any) -> tuple[str, float | None] | None:
-    message = data.get("message") if isinstance(data, dict) else None
-    if isinstance(message, str):
-        stamp = str(data.get("timestamp"))
-        return message, float(stamp) if stamp.isdigit() else None
-    if not isinstance(message, dict):
-        return None
-    extra = message.get("extraInfo") or {}
-    text = extra.get("py_callstack") or message.get("message")
-    if not isinstance(text, str):
-        return None
-    stamp = str(extra.get("timestamp"))
-    return text, float(stamp) if stamp.isdigit() else None
+def candidates(path: str) -> list[Format]:
+    """The formats a file of this name may be in."""
+    return [f for f in FORMATS if path.endswith(f.SUFFIXES)]
+
+
+def written_whole(path: str) -> bool:
+    """Whether a file of this name may be a format written once, to be read whole."""
+    return any(f.WRITTEN_WHOLE for f in candidates(path))
 
 
 def adapt(path: str, stream: BinaryIO) -> Source:
-    """The input as log text: error files decoded, anything else passed through untouched."""
-    if not path.endswith(".json") or not stream.seekable():
+    """The input as log text: a known format decoded, anything else passed through untouched."""
+    formats = candidates(path)
+    if not formats or not stream.seekable():
         return Source(path, stream)
-    raw = stream.read(MAX_ERROR_FILE_BYTES + 1)
+    limit = max(f.MAX_BYTES for f in formats)
+    raw = stream.read(limit + 1)
     stream.seek(0)
-    if len(raw) > MAX_ERROR_FILE_BYTES:
-        return Source(path, stream)
-    try:
-        found = _error_file_text(json.loads(raw))
-    except (ValueError, UnicodeDecodeError):
-        found = None
-    if found is None:
-        return Source(path, stream)
-    text, stamp = found
-    return Source(path, io.BytesIO(text.encode("utf-8", errors="replace")), stamp)
+    for format_ in formats:
+        if len(raw) > format_.MAX_BYTES:
+            continue
+        found = format_.decode(raw)
+        if found is not None:
+            text, stamp = found
+            return Source(path, io.BytesIO(text.encode("utf-8", errors="replace")), stamp)
+    return Source(path, stream)
