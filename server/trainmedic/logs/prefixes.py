@@ -101,5 +101,6 @@ def rank_of_path(path: str) -> int | None:
 def census(text: str) -> set[int]:
     """Every rank named by a rank marker anywhere in `text`, or by a launcher's line prefix."""
     found = set(_CENSUS_MARKERS.findall(text))
-    found.update(next(r for r in groups if r) for groups in set(_CENSUS_PREFIXES.findall("\n" + text)))
+    for groups in set(_CENSUS_PREFIXES.findall("\n" + text)):
+        found.add(next(rank for rank in groups if rank))
     return {int(rank) for rank in found}
