@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from lsp_helpers import errors, eventually, next_diagnostics, open_document, read
 from lsprotocol import types
+from pygls.workspace import PositionCodec
 from pytest_lsp import LanguageClient
 
 from trainmedic.catalogue.load import bundled
@@ -151,7 +152,7 @@ async def test_following_can_be_turned_off(client: LanguageClient, tmp_path: Pat
 
 def follower(path: Path) -> FollowedLog:
     catalogue = bundled()
-    return FollowedLog(str(path), catalogue, matcher_for(catalogue), None)
+    return FollowedLog(str(path), catalogue, matcher_for(catalogue), PositionCodec())
 
 
 def test_only_the_appended_bytes_are_read(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import get_args
 
 import pytest
 from lsprotocol import types
+from pygls.workspace import PositionCodec
 
 from trainmedic.logs.reader import read_lines
 from trainmedic.lsp.conversions import LineIndex, LineMap
@@ -110,4 +111,4 @@ def test_line_map_measures_in_utf16_by_default() -> None:
     lines = LineMap("loss 🔥 nan\n", types.Position(line=0, character=0))
     assert lines.range(1).end.character == len("loss  nan") + 2
     assert LineMap("🔥\n", types.Position(line=0, character=0),
-                   types.PositionEncodingKind.Utf32).range(1).end.character == 1
+                   PositionCodec(types.PositionEncodingKind.Utf32)).range(1).end.character == 1

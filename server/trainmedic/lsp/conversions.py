@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from lsprotocol import types
+from pygls.workspace import PositionCodec
 
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.model import Diagnosis, Finding, Line
@@ -52,20 +53,15 @@ def root_cause(diagnosis: Diagnosis) -> tuple[Finding, Line] | None:
     return top, top.first
 
 
-def width(text: str, encoding: str | None) -> int:
-    """The length of `text` in the position encoding the client and server agreed on."""
-    if encoding == types.PositionEncodingKind.Utf32:
-        return len(text)
-    if encoding == types.PositionEncodingKind.Utf8:
-        return len(text.encode("utf-8"))
-    return len(text.encode("utf-16-le")) // 2
+UTF16 = PositionCodec()  # what a client that states no encoding counts in
 
 
 class LineMap:
     """Where the core's line N of `text` is in the editor, for text starting at `start`."""
 
-    def __init__(self, text: str, start: types.Position, encoding: str | None = None) -> None:
-        self.start, self.encoding = start, encoding
+    def __init__(self, text: str, start: types.Position,
+                 codec: PositionCodec = UTF16) -> None:
+        self.start, self.codec = start, codec
         self.lines = text.split("\n")
         self.before: list[int] | None = None  # lone CRs before each line, when there are any
         if "\r" in text:
@@ -82,7 +78,7 @@ class LineMap:
         if self.before is not None:
             line += self.before[index] + text.count("\r")
         column = self.start.character if line == self.start.line else 0
-        end = column + width(text.rsplit("\r", 1)[-1], self.encoding)
+        end = column + self.codec.client_num_units(text.rsplit("\r", 1)[-1])
         return types.Range(start=types.Position(line=line, character=column),
                            end=types.Position(line=line, character=end))
 
@@ -98,8 +94,8 @@ class LineIndex:
     escapes left out), the only place it may differ from `LineMap`.
     """
 
-    def __init__(self, encoding: str | None = None) -> None:
-        self.encoding = encoding
+    def __init__(self, codec: PositionCodec = UTF16) -> None:
+        self.codec = codec
         self.lines = 0  # complete lines so far
         self.marked: list[int] = []  # the (0-based) lines with lone CRs, in order
         self.shifts: list[int] = []  # lone CRs up to and including each marked line
@@ -130,8 +126,9 @@ class LineIndex:
         index = line.number - 1
         marked = bisect_right(self.marked, index)
         row = index + (self.shifts[marked - 1] if marked else 0)
+        end = self.codec.client_num_units(line.text)
         return types.Range(start=types.Position(line=row, character=0),
-                           end=types.Position(line=row, character=width(line.text, self.encoding)))
+                           end=types.Position(line=row, character=end))
 
 
 class Positions(Protocol):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 import zlib
 
+from pygls.workspace import PositionCodec
+
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.diagnosis.engine import Diagnoser
 from trainmedic.diagnosis.watch import GrowingFile
@@ -27,9 +29,9 @@ class FollowedLog:
     """The file at `path`, read as it grows and diagnosed with `catalogue`."""
 
     def __init__(self, path: str, catalogue: Catalogue, matcher: Matcher,
-                 encoding: str | None) -> None:
+                 codec: PositionCodec) -> None:
         self.file = GrowingFile(path)  # OSError: not on disk
-        self.catalogue, self.matcher, self.encoding = catalogue, matcher, encoding
+        self.catalogue, self.matcher, self.codec = catalogue, matcher, codec
         self.lock = threading.Lock()  # one poll at a time, and no answer from a half-read one
         self.closed = False
         self.bytes_read = 0
@@ -40,7 +42,7 @@ class FollowedLog:
         self.chunker = Chunker(path, eager=True)
         self.diagnoser = Diagnoser(self.catalogue, self.matcher)
         self.diagnoser.start(path)
-        self.lines = LineIndex(self.encoding)
+        self.lines = LineIndex(self.codec)
         self.summed = self.checksum = 0  # the CRC-32 of the first `summed` bytes
         self.recent = bytearray()  # the bytes read after those
 

@@ -93,7 +93,7 @@ async def diagnose(ls: TrainmedicServer, *args: object) -> dict[str, Any] | None
     result["markdown"] = diagnosis_markdown(diagnosis, catalogue)
     if request.uri is not None:
         document = ls.workspace.text_documents.get(request.uri)
-        lines = LineMap(request.text, request.start, ls.workspace.position_encoding)
+        lines = LineMap(request.text, request.start, ls.workspace.position_codec)
         ls.publish(request.uri, publishable(diagnosis, catalogue, request.uri, lines,
                                             ls.settings.collateral_severity),
                    document.version if document is not None else None)

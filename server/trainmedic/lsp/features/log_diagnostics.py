@@ -165,7 +165,7 @@ class LogDocuments:
         except jobs.Cancelled:
             logger.info("diagnosis of %s cancelled", name)
             return
-        lines = LineMap(text, ORIGIN, self.ls.workspace.position_encoding)
+        lines = LineMap(text, ORIGIN, self.ls.workspace.position_codec)
         self.ls.publish(uri, publishable(diagnosis, catalogue, uri, lines,
                                          self.ls.settings.collateral_severity), version)
 
@@ -192,7 +192,7 @@ class LogDocuments:
             return
         self.unfollow(uri)
         try:
-            log = FollowedLog(path, catalogue, matcher, self.ls.workspace.position_encoding)
+            log = FollowedLog(path, catalogue, matcher, self.ls.workspace.position_codec)
         except OSError:
             return  # not on disk (or not a file): only its text is diagnosed
         followed = self.followed[uri] = Followed(log)

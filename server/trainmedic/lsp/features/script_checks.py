@@ -49,24 +49,17 @@ class Checked:
     findings: tuple[CheckFinding, ...]
 
 
-def to_client(codec: PositionCodec, lines: list[str], at: Position) -> types.Position:
-    text = lines[at.line][:at.character] if at.line < len(lines) else ""
-    return types.Position(line=at.line, character=codec.client_num_units(text))
-
-
 def from_client(codec: PositionCodec, lines: list[str], at: types.Position) -> Position:
-    line = lines[at.line] if at.line < len(lines) else ""
-    units = 0
-    for index, char in enumerate(line):
-        if units >= at.character:
-            return Position(at.line, index)
-        units += codec.client_num_units(char)
-    return Position(at.line, len(line))
+    """A client position as the checks count it (code points); pygls's codec converts."""
+    found = codec.position_from_client_units(
+        lines, types.Position(line=at.line, character=at.character))  # the codec may clamp it
+    return Position(found.line, found.character)
 
 
 def client_range(codec: PositionCodec, lines: list[str], where: Range) -> types.Range:
-    return types.Range(start=to_client(codec, lines, where.start),
-                       end=to_client(codec, lines, where.end))
+    return codec.range_to_client_units(lines, types.Range(
+        start=types.Position(line=where.start.line, character=where.start.character),
+        end=types.Position(line=where.end.line, character=where.end.character)))
 
 
 def diagnostic(codec: PositionCodec, lines: list[str], finding: CheckFinding) -> types.Diagnostic:
