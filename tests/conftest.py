@@ -1,20 +1,8 @@
-"""Shared fixtures: the repository layout and the labelled corpus beside it."""
+"""Shared options: `--update-golden` rewrites golden files from the current output."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
-
-
-@pytest.fixture(scope="session")
-def corpus() -> Path:
-    if not CORPUS.is_dir():
-        pytest.skip(f"the labelled corpus is not beside this checkout ({CORPUS})")
-    return CORPUS
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from shared_files import CORPUS
 
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
@@ -15,9 +16,8 @@ from trainmedic.matching.choice import BackendError, matcher_for
 from trainmedic.render.json import to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent / "shared" / "corpus"
 CATALOGUE = bundled()
-LOGS = [*sorted(CORPUS.glob("*/*.log")), ROOT / "examples" / "fp16-loss-scale-4ranks.log"]
+LOGS = [*sorted(CORPUS.glob("**/*.log")), ROOT / "examples" / "fp16-loss-scale-4ranks.log"]
 
 
 def test_python_backend_is_always_there() -> None:

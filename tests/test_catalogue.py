@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+from shared_files import TAXONOMIES, need, taxonomy
 
 from trainmedic.catalogue.compile import OUTPUT, RULES_DIR, SCHEMA, compile_rules, schema_text
 from trainmedic.catalogue.load import bundled, load, load_pack
@@ -35,10 +35,9 @@ def test_markdown_reference_is_in_sync() -> None:
 
 
 def test_every_taxonomy_id_has_a_rule() -> None:
-    taxonomy = ROOT.parent / "shared" / "taxonomy.yaml"
-    if not taxonomy.exists():
-        pytest.skip("taxonomy.yaml is not beside this checkout")
-    ids = {entry["id"] for entry in yaml.safe_load(taxonomy.read_text("utf-8"))}
+    for path in TAXONOMIES:
+        need(path)
+    ids = {entry["id"] for entry in taxonomy()}
     assert sorted(ids - CATALOGUE.by_id.keys()) == []
 
 
@@ -55,14 +54,11 @@ def test_related_and_outranked_ids_exist() -> None:
             assert other in CATALOGUE.by_id, f"{rule.id} names unknown rule {other}"
 
 
-def test_taxonomy_roles_and_titles_are_kept() -> None:
-    taxonomy = ROOT.parent / "shared" / "taxonomy.yaml"
-    if not taxonomy.exists():
-        pytest.skip("taxonomy.yaml is not beside this checkout")
-    for entry in yaml.safe_load(taxonomy.read_text("utf-8")):
-        rule = CATALOGUE.get(entry["id"])
-        if rule is not None:
-            assert (rule.category, rule.role.value) == (entry["category"], entry["role"])
+def test_taxonomy_categories_and_roles_are_kept() -> None:
+    need(TAXONOMIES[0])
+    for entry in taxonomy():
+        rule = CATALOGUE.by_id[entry["id"]]
+        assert (rule.category, rule.role.value) == (entry["category"], entry["role"]), rule.id
 
 
 @pytest.mark.parametrize("rule_id", sorted(CATALOGUE.by_id))

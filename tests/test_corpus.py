@@ -2,75 +2,80 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from shared_files import (
+    MISSING,
+    case_id,
+    healthy_logs,
+    labelled_cases,
+    labelled_folders,
+    need,
+)
 
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.logs.inputs import opened
+from trainmedic.model import Diagnosis
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 CATALOGUE = bundled()
+FOUNDING = {"amp-loss-scale", "amp-bf16-vs-fp16"}
+FOLDER_ACCURACY = 0.9  # the first diagnosis, in every folder
 
 
-def cases() -> list[tuple[Path, dict[str, Any]]]:
-    return [(labels.parent / case["file"], case)
-            for labels in sorted(CORPUS.glob("*/labels.yaml"))
-            for case in yaml.safe_load(labels.read_text("utf-8"))]
+def diagnosis_of(path: Path) -> Diagnosis:
+    with opened([str(path)]) as streams:
+        return diagnose(streams, CATALOGUE)
 
 
 def first_id(path: Path) -> str | None:
-    with opened([str(path)]) as streams:
-        diagnosis = diagnose(streams, CATALOGUE)
+    diagnosis = diagnosis_of(path)
     return diagnosis.findings[0].rule_id if diagnosis.findings else None
 
 
-FOUNDING = {"amp-loss-scale", "amp-bf16-vs-fp16"}
+def accepted(case: dict[str, Any]) -> set[str]:
+    return {case["expected"], *(case.get("also_ok") or [])}
 
 
-@pytest.mark.parametrize(
-    ("path", "case"),
-    [c for c in cases() if c[1]["expected"] in FOUNDING],
-    ids=lambda v: v.name if isinstance(v, Path) else "",
-)
-def test_founding_entries_come_first(path: Path, case: dict[str, Any]) -> None:
-    assert first_id(path) in {case["expected"], *(case.get("also_ok") or [])}
+FOUNDING_CASES = [c for c in labelled_cases() if c[1]["expected"] in FOUNDING]
 
 
-@pytest.mark.parametrize("path", sorted((CORPUS / "healthy").glob("*.log")), ids=lambda p: p.name)
-def test_healthy_runs_have_no_root_cause(path: Path) -> None:
-    with opened([str(path)]) as streams:
-        assert diagnose(streams, CATALOGUE).root_causes == ()
+@pytest.mark.parametrize(("path", "case"),
+                         FOUNDING_CASES or [pytest.param(None, {}, id="missing")], ids=case_id)
+def test_founding_entries_come_first(path: Path | None, case: dict[str, Any]) -> None:
+    """The two seed modes are right on every real log that shows them."""
+    assert first_id(need(path)) in accepted(case)
 
 
-def needs_corpus() -> None:
-    """CI runs beside the labelled corpus and must find it; elsewhere its absence is a skip."""
-    if not CORPUS.is_dir() and not os.environ.get("CI"):
-        pytest.skip(f"the labelled corpus is not beside this checkout ({CORPUS})")
+@pytest.mark.parametrize("path", healthy_logs() or [MISSING], ids=case_id)
+def test_healthy_runs_have_no_root_cause(path: Path | None) -> None:
+    assert diagnosis_of(need(path)).root_causes == ()
+
+
+@pytest.mark.parametrize("folder", labelled_folders() or [MISSING], ids=lambda f: str(f.name)
+                         if isinstance(f, Path) else "")
+def test_first_diagnosis_accuracy_in_every_folder(folder: Path | None) -> None:
+    cases = [(path, case) for path, case in labelled_cases() if path.parent == need(folder)]
+    right = [first_id(path) in accepted(case) for path, case in cases]
+    assert len(right) >= 10
+    assert sum(right) / len(right) >= FOLDER_ACCURACY, f"{sum(right)}/{len(right)}"
 
 
 def test_corpus_is_present() -> None:
-    needs_corpus()
-    assert len(cases()) >= 60, f"expected the labelled corpus at {CORPUS}"
-
-
-def test_first_diagnosis_accuracy_over_the_whole_corpus() -> None:
-    needs_corpus()
-    right = [first_id(path) in {case["expected"], *(case.get("also_ok") or [])}
-             for path, case in cases()]
-    assert sum(right) / len(right) >= 0.9, f"{sum(right)}/{len(right)}"
+    need(None if not labelled_folders() else labelled_folders()[0])
+    assert len(labelled_cases()) >= 240
 
 
 def test_initiating_rank_accuracy_on_labelled_multi_rank_logs() -> None:
-    needs_corpus()
-    labelled = [(path, case) for path, case in cases()
-                if case.get("multi_rank") and case.get("initiating_rank") is not None]
-    right = 0
-    for path, case in labelled:
-        with opened([str(path)]) as streams:
-            right += diagnose(streams, CATALOGUE).initiating_rank == case["initiating_rank"]
+    """On the first-round folders; the later folders' launchers are measured by
+    bench/initiating_rank.py until the rank attribution reads them."""
+    cases = labelled_cases()
+    need(cases[0][0] if cases else None)
+    labelled = [(path, case) for path, case in cases
+                if case.get("multi_rank") and case.get("initiating_rank") is not None
+                and path.parent.parent.name == "corpus"]
+    right = sum(diagnosis_of(path).initiating_rank == case["initiating_rank"]
+                for path, case in labelled)
     assert right / len(labelled) >= 0.95, f"{right}/{len(labelled)}"

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from shared_files import CORPUS
 
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose_text
@@ -19,7 +20,6 @@ from trainmedic.metrics.samples import Sample, parse_sample
 from trainmedic.model import Line
 
 CATALOGUE = bundled()
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.events import parallel
 from trainmedic.logs.inputs import opened, total_size
-from trainmedic.logs.reader import Chunk, Chunker, read_chunks, read_part
+from trainmedic.logs.reader import CHUNK_BYTES, Chunk, Chunker, read_chunks, read_part
 from trainmedic.render.json import to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,13 +89,32 @@ def answer(paths: list[str], jobs: int) -> dict[str, object]:
         return to_dict(diagnose(streams, CATALOGUE, jobs=jobs), CATALOGUE)
 
 
+_scan_piece = parallel._scan_piece
+PIDS = "TRAINMEDIC_TEST_PIDS"
+
+
+def _scan_noting_the_process(path: str, first: int, stop: int | None) -> list[object]:
+    """A worker's scan that leaves its process id behind, slow enough that both workers work."""
+    Path(os.environ[PIDS], f"{os.getpid()}-{first}").touch()
+    time.sleep(0.1)
+    return _scan_piece(path, first, stop)  # type: ignore[return-value]
+
+
 def test_any_number_of_jobs_gives_the_answer_of_one(big_log: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)  # six pieces for this six-chunk log
     alone = answer([str(big_log)], 1)
     assert alone["diagnoses"][0]["rule_id"] == "cuda-oom-fragmentation"  # type: ignore[index]
     assert alone["initiating_rank"] == 137
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv(PIDS, str(pids))
+    monkeypatch.setattr(parallel, "_scan_piece", _scan_noting_the_process)
     assert answer([str(big_log)], 2) == alone
+    workers = {name.split("-")[0] for name in os.listdir(pids)}
+    assert len(os.listdir(pids)) == -(-big_log.stat().st_size // CHUNK_BYTES)  # every piece,
+    assert len(workers) == 2  # by two processes,
+    assert str(os.getpid()) not in workers  # neither of them this one
     # Small files and an error file (read in this process) keep their place among the pieces.
     small = tmp_path / "rank-3.log"
     small.write_text("[rank3]: step 1 loss=2.5\n[rank3]: step 2 loss=2.4\n", "utf-8")
@@ -104,9 +123,6 @@ def test_any_number_of_jobs_gives_the_answer_of_one(big_log: Path, tmp_path: Pat
     one = answer(inputs, 1)
     for jobs in (2, 3):
         assert answer(inputs, jobs) == one
-
-
-_scan_piece = parallel._scan_piece
 
 
 def _first_pieces_last(path: str, first: int, stop: int | None) -> list[object]:

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from shared_files import CORPUS
 
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose_text
@@ -16,7 +17,7 @@ from trainmedic.probes import PROBES, memory
 from trainmedic.probes._torch import Report
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS_OOM = ROOT.parent / "shared" / "corpus" / "real-a" / "022.log"
+CORPUS_OOM = CORPUS / "real-a" / "022.log"
 
 
 def test_registered() -> None:
