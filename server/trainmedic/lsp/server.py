@@ -71,6 +71,7 @@ class TrainmedicProtocol(LanguageServerProtocol):
 
     def reject(self, msg_id: MsgId | None, error: JsonRpcException) -> None:
         """Answer a request (or, with no usable id, the message) with a JSON-RPC error."""
+        # pygls 2.1.1 has no public call that sends a raw response; `_send_data` is its own.
         self._send_data({"jsonrpc": JsonRPCProtocol.VERSION, "id": msg_id,
                          "error": {"code": error.code, "message": error.message}})
 
@@ -106,12 +107,16 @@ class TrainmedicProtocol(LanguageServerProtocol):
         built-in feature such as `workspace/executeCommand` (under an id of its own), and never
         removes it: every message would keep its handler's result, a diagnosis, for good.
         Rebinding rather than deleting in place leaves any loop over the old dict undisturbed.
+        Written against pygls 2.1.1's private `_execute_handler` and `_request_futures`, for
+        which it has no public hook.
         """
         self._request_futures = {msg: future for msg, future in self._request_futures.items()
                                  if not future.done()}
         super()._execute_handler(msg_id, handler, callback, args, kwargs)
 
     def _handle_cancel_notification(self, msg_id: MsgId) -> None:
+        # pygls 2.1.1 cancels only the request's future, which a thread already running cannot
+        # see; its private handler is the one place a cancel arrives.
         event = self.cancel_events.get(msg_id)
         if event is not None:
             event.set()
