@@ -149,11 +149,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if args.verbose:
         print(f"trainmedic: reading with {jobs} process{'es' if jobs > 1 else ''}",
               file=sys.stderr)
-    shown = sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES
+    reporting = sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES
     with opened(files, args.max_bytes) as streams:
         diagnosis = diagnose(streams, catalogue, matcher, jobs,
-                             _progress(total) if shown else None)
-    if shown:
+                             _progress(total) if reporting else None)
+    if reporting:
         sys.stderr.write("\r\x1b[K")
     for warning in streams.warnings:
         print(f"trainmedic: warning: {warning}", file=sys.stderr)
@@ -171,11 +171,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if not Path(path).exists():
             return _fail(f"{path}: no such file or directory", EXIT_INPUT)
     tty = sys.stderr.isatty()
-    shown = {"last": -1.0}
+    printed = {"last": -1.0}
 
     def progress(follower: Follower, elapsed: float) -> None:
-        if tty and elapsed - shown["last"] >= 1.0:
-            shown["last"] = elapsed
+        if tty and elapsed - printed["last"] >= 1.0:
+            printed["last"] = elapsed
             sys.stderr.write(f"\rwatching {len(follower.files)} file(s), "
                              f"{follower.bytes_read / 1e6:.1f} MB read, no root cause yet "
                              f"({elapsed:.0f} s)\x1b[K")

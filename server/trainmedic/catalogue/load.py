@@ -75,22 +75,22 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
     """Load and check one YAML rule; raises `RuleError` naming file, line and field."""
     import yaml
 
-    shown = str(path)
+    file_name = str(path)
     try:
         text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise RuleError(shown, None, "(file)", f"cannot read: {error}") from None
+        raise RuleError(file_name, None, "(file)", f"cannot read: {error}") from None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.load(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or "invalid YAML"
-        raise RuleError(shown, mark.line + 1 if mark else None, "(yaml)", problem) from None
+        raise RuleError(file_name, mark.line + 1 if mark else None, "(yaml)", problem) from None
     validate = validate or _schema_validator()
 
     def fail(field_path: list[str | int], reason: str) -> RuleError:
-        return RuleError(shown, _node_line(root, field_path), _dotted(field_path), reason)
+        return RuleError(file_name, _node_line(root, field_path), _dotted(field_path), reason)
 
     import fastjsonschema
 
@@ -114,7 +114,7 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
                 reason = "required field is missing"
         raise fail(field_path, reason) from None
     _check_semantics(data, path, base, fail)
-    source = str(path.relative_to(base.parent)) if base else shown
+    source = str(path.relative_to(base.parent)) if base else file_name
     return Rule.from_dict(data, source)
 
 

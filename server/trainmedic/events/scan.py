@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from trainmedic.logs.formats import Source
 from trainmedic.logs.prefixes import census
-from trainmedic.logs.reader import Chunk, LineCounter, read_chunks, shown
+from trainmedic.logs.reader import Chunk, LineCounter, capped, read_chunks
 from trainmedic.logs.tracebacks import MAX_BLOCK_LINES
 from trainmedic.matching.python import Matcher
 from trainmedic.metrics.samples import Sample, scan_metrics
@@ -70,7 +70,7 @@ def _block_lines(text: str, marks: list[int]) -> tuple[tuple[int, ...], dict[int
             continue
         pieces = text[free_offset:].split("\n", wanted)  # the lines, then the rest of the text
         for line in pieces[:-1]:
-            kept[free] = shown(line)
+            kept[free] = capped(line)
             free, free_offset = free + 1, free_offset + len(line) + 1
     return tuple(starts), kept
 

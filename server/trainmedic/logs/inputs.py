@@ -171,12 +171,12 @@ class Inputs:
 
     def __iter__(self) -> Iterator[tuple[str, BinaryIO]]:
         for name in self.files:
-            shown, stream = self._open_one(name)
-            self._open = stream if shown != "<stdin>" else None
+            name_shown, stream = self._open_one(name)
+            self._open = stream if name_shown != "<stdin>" else None
             bounded = _Bounded(stream, self.max_bytes) if self.max_bytes else None
-            yield shown, (io.BufferedReader(bounded) if bounded else stream)
+            yield name_shown, (io.BufferedReader(bounded) if bounded else stream)
             if bounded is not None and bounded.cut:
-                self.warnings.append(f"{shown}: read only the first {self.max_bytes} bytes "
+                self.warnings.append(f"{name_shown}: read only the first {self.max_bytes} bytes "
                                      "(--max-bytes)")
             self.close()
 

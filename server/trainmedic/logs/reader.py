@@ -36,7 +36,7 @@ class Chunk:
         """The line around `offset`, numbered `number`, cut to what a Line keeps."""
         start = self.text.rfind("\n", 0, offset) + 1
         end = self.text.find("\n", offset)
-        return Line(self.path, number, shown(self.text[start : end if end >= 0 else None]))
+        return Line(self.path, number, capped(self.text[start : end if end >= 0 else None]))
 
     def lines(self) -> list[str]:
         return self.text[:-1].split("\n") if self.text else []
@@ -54,7 +54,7 @@ class LineCounter:
         return self.number
 
 
-def shown(text: str) -> str:
+def capped(text: str) -> str:
     """A line as a Line keeps it: at most MAX_LINE_CHARS characters."""
     return text[:MAX_LINE_CHARS] + "…" if len(text) > MAX_LINE_CHARS else text
 

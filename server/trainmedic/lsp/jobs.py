@@ -86,11 +86,11 @@ async def _progress(ls: TrainmedicServer, title: str,
     progress.begin(token, types.WorkDoneProgressBegin(title=title, cancellable=True,
                                                       percentage=0))
     progress.tokens[token].add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
-    shown = [0]
+    reported = [0]
 
     def report(percentage: int) -> None:
-        if percentage > shown[0]:
-            shown[0] = percentage
+        if percentage > reported[0]:
+            reported[0] = percentage
             ls.call_soon(progress.report, token,
                          types.WorkDoneProgressReport(percentage=percentage))
 

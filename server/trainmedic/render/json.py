@@ -7,7 +7,7 @@ from typing import Any
 
 from trainmedic.catalogue.rules import Catalogue, Rule
 from trainmedic.model import Diagnosis, Finding, Plot
-from trainmedic.render.redact import shown
+from trainmedic.render.redact import evidence_text
 
 
 def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[str, Any]:
@@ -18,7 +18,7 @@ def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[st
         "role": finding.role.value,
         "confidence": finding.confidence,
         "rank": finding.rank,
-        "evidence": [{"path": ln.path, "line": ln.number, "text": shown(ln.text, secrets)}
+        "evidence": [{"path": ln.path, "line": ln.number, "text": evidence_text(ln.text, secrets)}
                      for ln in finding.evidence],
         "fix": rule.fix,
         "verify": rule.verify_command,

@@ -36,6 +36,6 @@ def redact(text: str) -> str:
     return _SECRETS.sub(_mask, text) if text else text
 
 
-def shown(text: str, secrets: bool) -> str:
+def evidence_text(text: str, secrets: bool) -> str:
     """Evidence text as a renderer shows it: redacted unless the user asked for secrets."""
     return text if secrets else redact(text)

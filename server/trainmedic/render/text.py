@@ -8,7 +8,7 @@ from collections import Counter
 from trainmedic.catalogue.rules import Catalogue, Rule
 from trainmedic.model import Diagnosis, Line, Role
 from trainmedic.render.entry import Section, sections
-from trainmedic.render.redact import shown
+from trainmedic.render.redact import evidence_text
 from trainmedic.render.sparkline import sparkline_rows
 
 TEXT_EVIDENCE = 6
@@ -26,7 +26,7 @@ def _evidence_lines(lines: tuple[Line, ...], secrets: bool,
                     limit: int = TEXT_EVIDENCE) -> list[str]:
     """The first and the last lines of the evidence: how it started and how it ended."""
     def show(ln: Line) -> str:
-        return f"    {ln.path}:{ln.number}: {_clip(shown(ln.text, secrets).strip())}"
+        return f"    {ln.path}:{ln.number}: {_clip(evidence_text(ln.text, secrets).strip())}"
 
     if len(lines) <= limit:
         return [show(ln) for ln in lines]
@@ -104,7 +104,7 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = Fals
                        f"{rule.title}")
             first = finding.first
             out.append(f"    {first.path}:{first.number}: "
-                       f"{_clip(shown(first.text, secrets).strip())}")
+                       f"{_clip(evidence_text(first.text, secrets).strip())}")
     if not roots and diagnosis.initiating_rank is not None:
         out.append("")
         out.append(f"Initiating rank: {diagnosis.initiating_rank}")

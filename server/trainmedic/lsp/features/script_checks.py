@@ -184,18 +184,18 @@ def code_actions(documents: ScriptDocuments, uri: str,
     for finding in checked.findings:
         if finding.range.end < start or end < finding.range.start:
             continue
-        shown = [diagnostic(codec, lines, finding)]
+        addressed = [diagnostic(codec, lines, finding)]
         if finding.fix:
             title = f"Fix {finding.code}: {finding.message.split(':', 1)[0]}"
             found.append(types.CodeAction(
-                title=title, kind=types.CodeActionKind.QuickFix, diagnostics=shown,
+                title=title, kind=types.CodeActionKind.QuickFix, diagnostics=addressed,
                 is_preferred=True, edit=types.WorkspaceEdit(
                     changes={uri: [_edit(codec, lines, e) for e in finding.fix]})))
         ignore = ignore_edit(path, lines, finding)
         if ignore is not None:
             found.append(types.CodeAction(
                 title=f"Ignore {finding.code} here", kind=types.CodeActionKind.QuickFix,
-                diagnostics=shown,
+                diagnostics=addressed,
                 edit=types.WorkspaceEdit(changes={uri: [_edit(codec, lines, ignore)]})))
     return found
 
