@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,probe,fast]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,probe,fast,mcp]'
 	touch $(STAMP)
 
 demo: $(STAMP)  ## diagnose the bundled example log

@@ -9,7 +9,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "server" / "trainmedic"
 
 # Stages in data-flow order; a module may import its own stage and the ones before it.
 STAGES = ("model", "logs", "metrics", "catalogue", "matching", "events", "diagnosis", "render",
-          "checks", "probes", "lsp", "cli", "__main__")
+          "checks", "probes", "lsp", "agents", "cli", "__main__")
 
 
 def _module_name(path: Path, package: Path) -> str:

@@ -309,6 +309,17 @@ def cmd_lsp(args: argparse.Namespace) -> int:
     return serve()
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        return _fail("the MCP server needs the mcp extra: pip install 'trainmedic[mcp]'",
+                     EXIT_USAGE)
+    from trainmedic.agents.mcp_server import serve  # the MCP SDK loads only for this command
+
+    return serve(_catalogue(args.rules))
+
+
 def _add_diagnose(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                   rules_option: argparse.ArgumentParser) -> None:
     diagnose = commands.add_parser(
@@ -430,6 +441,21 @@ def _add_check_and_lsp(commands: argparse._SubParsersAction[argparse.ArgumentPar
     lsp.set_defaults(func=cmd_lsp)
 
 
+def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser],
+             rules_option: argparse.ArgumentParser) -> None:
+    mcp = commands.add_parser(
+        "mcp", parents=[rules_option],
+        help="serve diagnose, check and explain to AI agents over MCP (stdin/stdout)",
+        description="A Model Context Protocol server on stdin/stdout, started by an agent or "
+                    "an editor's chat (pip install 'trainmedic[mcp]'). Its tools: diagnose "
+                    "(log text or paths), check (scripts and configs) and explain (a rule "
+                    "id). Nothing leaves this machine.\n\n"
+                    'VS Code, in .vscode/mcp.json:\n  {"servers": {"trainmedic": '
+                    '{"type": "stdio", "command": "trainmedic", "args": ["mcp"]}}}',
+        epilog=EXIT_CODES, formatter_class=_Formatter)
+    mcp.set_defaults(func=cmd_mcp)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trainmedic",
@@ -446,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_rules(commands, rules_option)
     _add_probe(commands)
     _add_check_and_lsp(commands)
+    _add_mcp(commands, rules_option)
     return parser
 
 

@@ -132,14 +132,18 @@ def render_text(results: list[Checked]) -> str:
     return "\n".join([*out, summary]) + "\n"
 
 
-def render_json(results: list[Checked]) -> str:
+def results_dict(results: list[Checked]) -> dict[str, Any]:
+    """The JSON of `trainmedic check --format json` (ranges 0-based, as in LSP)."""
     rows = [{"path": r.path, "code": f.code, "rule_id": f.rule_id, "severity": f.severity.value,
              "message": f.message, "url": ENTRY_URL.format(f.rule_id), "range": _range(f.range),
              "fix": [{"range": _range(e.range), "new_text": e.new_text} for e in f.fix]
              if f.fix else None}
             for r in results for f in r.findings]
-    return json.dumps({"files": len(results), "fixed": sum(r.fixed for r in results),
-                       "findings": rows}, indent=2, ensure_ascii=False) + "\n"
+    return {"files": len(results), "fixed": sum(r.fixed for r in results), "findings": rows}
+
+
+def render_json(results: list[Checked]) -> str:
+    return json.dumps(results_dict(results), indent=2, ensure_ascii=False) + "\n"
 
 
 def _region(where: Range) -> dict[str, int]:
@@ -192,6 +196,32 @@ RENDERERS = {"text": render_text, "json": render_json, "sarif": render_sarif}
 
 
 @dataclass(frozen=True)
+class Run:
+    results: tuple[Checked, ...]
+    notes: tuple[str, ...]  # what was skipped or could not be checked, one line each, in order
+    unchecked: bool         # an explicitly named file could not be checked
+
+
+def check_all(paths: list[str], fix: bool) -> Run:
+    """Check every file of `paths`; with `fix`, each result carries its fixed text."""
+    files, warnings = collect(paths)
+    notes = [f"warning: {warning}" for warning in warnings]
+    results: list[Checked] = []
+    failed = False
+    for path, explicit in files:
+        try:
+            results.append(check_file(path, fix))
+        except (CheckError, InputError) as error:
+            message = str(error).removeprefix(f"{path}: ")
+            if explicit:
+                notes.append(f"{path}: cannot check: {message}")
+                failed = True
+            else:
+                notes.append(f"warning: {path}: skipped ({message})")
+    return Run(tuple(results), tuple(notes), failed)
+
+
+@dataclass(frozen=True)
 class Outcome:
     findings: bool   # findings remain (or, with --diff, the fixes were not written)
     unchecked: bool  # an explicitly named file could not be checked
@@ -200,25 +230,14 @@ class Outcome:
 def check_paths(paths: list[str], fix: bool, diff: bool, fmt: str,
                 out: TextIO, err: TextIO) -> Outcome:
     """Run `trainmedic check` over `paths`, writing fixes when `fix`, a diff when `diff`."""
-    files, warnings = collect(paths)
-    for warning in warnings:
-        print(f"trainmedic: warning: {warning}", file=err)
-    results: list[Checked] = []
-    failed = False
-    for path, explicit in files:
-        try:
-            result = check_file(path, fix or diff)
-        except (CheckError, InputError) as error:
-            message = str(error).removeprefix(f"{path}: ")
-            if explicit:
-                print(f"trainmedic: {path}: cannot check: {message}", file=err)
-                failed = True
-            else:
-                print(f"trainmedic: warning: {path}: skipped ({message})", file=err)
-            continue
-        results.append(result)
-        if fix and result.after != result.before:
-            Path(result.path).write_text(result.after, "utf-8", newline="")
+    run = check_all(paths, fix or diff)
+    for note in run.notes:
+        print(f"trainmedic: {note}", file=err)
+    results = list(run.results)
+    if fix:
+        for result in results:
+            if result.after != result.before:
+                Path(result.path).write_text(result.after, "utf-8", newline="")
     if diff:
         out.write(render_diff(results))
         fixable = sum(1 for r in results if r.after != r.before)
@@ -229,4 +248,4 @@ def check_paths(paths: list[str], fix: bool, diff: bool, fmt: str,
     else:
         out.write(RENDERERS[fmt](results))
         found = any(r.findings for r in results)
-    return Outcome(found, failed)
+    return Outcome(found, run.unchecked)

@@ -26,6 +26,13 @@ def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[st
     }
 
 
+def rule_dict(rule: Rule) -> dict[str, Any]:
+    """A catalogue entry's main fields, for programs that explain a diagnosis."""
+    return {"rule_id": rule.id, "title": rule.title, "category": rule.category,
+            "role": rule.role.value, "summary": rule.summary, "fix": rule.fix,
+            "verify": rule.verify_command, "related": list(rule.related)}
+
+
 def plot_dict(plot: Plot) -> dict[str, Any]:
     """One metric's series: its rank, [x, value] points (null for NaN/inf), anomalies."""
     return {
