@@ -143,3 +143,19 @@ def test_where_conditions_compare_sizes_as_bytes() -> None:
 def test_empty_pack_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RuleError, match=r"no \*\.yaml rule files"):
         load_pack(tmp_path)
+
+
+def test_an_unknown_detector_parameter_is_refused_with_file_line_and_field(tmp_path: Path) -> None:
+    rule = (RULES_DIR / "training-stability" / "amp-loss-scale.yaml").read_text("utf-8")
+    pack = tmp_path / "training-stability"
+    pack.mkdir()
+    typo = rule.replace("  - name: scale-collapse\n    weight: 0.8\n",
+                        "  - name: scale-collapse\n    weight: 0.8\n    params: {min_decreasse: 6}\n", 1)
+    assert typo != rule
+    (pack / "amp-loss-scale.yaml").write_text(typo, "utf-8")
+    with pytest.raises(RuleError) as refused:
+        load_pack(tmp_path)
+    line = typo.splitlines().index("    params: {min_decreasse: 6}") + 1
+    assert str(refused.value).startswith(f"{pack / 'amp-loss-scale.yaml'}:{line}: "
+                                         "detectors[0].params.min_decreasse:")
+    assert "scale-collapse takes no parameter 'min_decreasse'" in str(refused.value)

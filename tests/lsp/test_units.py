@@ -14,7 +14,7 @@ from pygls.workspace import PositionCodec
 
 from trainmedic.logs.reader import read_lines
 from trainmedic.lsp.conversions import LineIndex, LineMap
-from trainmedic.lsp.features.log_diagnostics import is_log
+from trainmedic.lsp.log_globs import is_log
 from trainmedic.lsp.settings import CollateralSeverity, Settings, camel_case
 
 PACKAGE_JSON = Path(__file__).resolve().parents[2] / "extension" / "package.json"

@@ -13,9 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from trainmedic.logs.formats import FORMATS
 from trainmedic.logs.prefixes import rank_of_path
 
-LOG_SUFFIXES = {".log", ".out", ".err", ".txt", ".json"}
+# A folder's logs: plain text logs, and every file a registered format may be.
+LOG_SUFFIXES = {".log", ".out", ".err", ".txt", *(s for f in FORMATS for s in f.SUFFIXES)}
 LOG_NAMES = {"stdout", "stderr"}
 SNIFF_BYTES = 8192
 

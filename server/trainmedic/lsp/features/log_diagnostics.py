@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import TypeVar
 
@@ -30,6 +28,7 @@ from pygls.uris import to_fs_path
 from trainmedic.lsp import jobs
 from trainmedic.lsp.conversions import LineMap, publishable
 from trainmedic.lsp.following import FollowedLog
+from trainmedic.lsp.log_globs import is_log
 from trainmedic.lsp.server import RULES_CHANGED, SETTINGS_CHANGED, TrainmedicServer
 
 logger = logging.getLogger(__name__)
@@ -39,58 +38,6 @@ FOLLOW_SECONDS = 0.5  # how often a followed log's file is looked at
 ORIGIN = types.Position(line=0, character=0)
 
 T = TypeVar("T")
-
-
-def _translate(pattern: str) -> str:
-    out, i = [], 0
-    while i < len(pattern):
-        char = pattern[i]
-        close = {"{": "}", "[": "]"}.get(char)
-        end = pattern.find(close, i + 1) if close else -1
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-            continue
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "{" and end > i:
-            alternatives = pattern[i + 1 : end].split(",")
-            out.append("(?:" + "|".join(_translate(a) for a in alternatives) + ")")
-            i = end + 1
-            continue
-        elif char == "[" and end > i + 1:
-            body = pattern[i + 1 : end].replace("\\", "\\\\")
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-            continue
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-@lru_cache(maxsize=64)
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A VS Code glob (`**`, `*`, `?`, `{a,b}`, `[...]`) as a regular expression over paths."""
-    return re.compile(_translate(pattern.replace("\\", "/")))
-
-
-def is_log(path: str, globs: Iterable[str], roots: Iterable[str]) -> bool:
-    """Whether `path` matches a glob, taken from a workspace folder or absolute."""
-    path = path.replace("\\", "/")
-    candidates = [path]
-    for root in roots:
-        try:
-            candidates.append(str(PurePosixPath(path).relative_to(root.replace("\\", "/"))))
-        except ValueError:
-            continue
-    return any(glob_regex(glob).fullmatch(c) for glob in globs for c in candidates)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from trainmedic.checks import (
 )
 from trainmedic.checks.findings import split_lines
 from trainmedic.lsp.conversions import ENTRY_URL, SOURCE
-from trainmedic.lsp.features.log_diagnostics import is_log
+from trainmedic.lsp.log_globs import is_log
 from trainmedic.lsp.server import SETTINGS_CHANGED, TrainmedicServer
 
 logger = logging.getLogger(__name__)
