@@ -149,8 +149,8 @@ def test_an_unknown_detector_parameter_is_refused_with_file_line_and_field(tmp_p
     rule = (RULES_DIR / "training-stability" / "amp-loss-scale.yaml").read_text("utf-8")
     pack = tmp_path / "training-stability"
     pack.mkdir()
-    typo = rule.replace("  - name: scale-collapse\n    weight: 0.8\n",
-                        "  - name: scale-collapse\n    weight: 0.8\n    params: {min_decreasse: 6}\n", 1)
+    entry = "  - name: scale-collapse\n    weight: 0.8\n"
+    typo = rule.replace(entry, entry + "    params: {min_decreasse: 6}\n", 1)
     assert typo != rule
     (pack / "amp-loss-scale.yaml").write_text(typo, "utf-8")
     with pytest.raises(RuleError) as refused:

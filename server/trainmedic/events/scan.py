@@ -16,6 +16,7 @@ from trainmedic.logs.formats import Source
 from trainmedic.logs.prefixes import census
 from trainmedic.logs.reader import Chunk, LineCounter, capped, read_chunks
 from trainmedic.logs.tracebacks import MAX_BLOCK_LINES
+from trainmedic.matching.pasted import pasted_hits
 from trainmedic.matching.python import Matcher
 from trainmedic.metrics.samples import Sample, scan_metrics
 from trainmedic.model import Hit, Line
@@ -92,6 +93,7 @@ class Scanner:
         text = chunk.text
         found: dict[int, tuple[Line, list[Hit]]] = {}
         hits, signals, marks = self.matcher.find(text)
+        hits = list(dict.fromkeys([*hits, *pasted_hits(self.matcher, text)]))
         numbers = LineCounter(text)
         for offset, hit in sorted(hits, key=lambda item: item[0]):
             number = numbers.at(offset)

@@ -7,7 +7,7 @@ tested through shared anchors, so a quiet chunk costs a few dozen substring sear
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from trainmedic.catalogue.regex_safety import required_literals
@@ -70,9 +70,13 @@ class Matcher:
 
     name = "python-re"
 
-    def __init__(self, catalogue: Catalogue) -> None:
+    def __init__(self, catalogue: Catalogue, caseless: bool = False) -> None:
+        self.catalogue = catalogue
+        self._caseless: Matcher | None = None
         launcher = ((LAUNCHER, Fingerprint(name, pattern, 1.0)) for name, pattern in PATTERNS)
         rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
+        if caseless:
+            rules = ((rule_id, replace(fp, ignore_case=True)) for rule_id, fp in rules)
         self.patterns = tuple(
             _Pattern(rule_id, fp, required_literals(fp.pattern, fp.ignore_case))
             for rule_id, fp in (*rules, *launcher)
@@ -85,6 +89,13 @@ class Matcher:
         self._groups, self._singles = _anchors(list(self._by_literal))
         self._signals = [(name, required_literals(SIGNALS[name], False), regex)
                          for name, regex in SIGNAL_REGEXES.items()]
+
+    def caseless(self) -> Matcher:
+        """These patterns blind to case, for text whose case was changed by hand (pure Python:
+        only pastes need it)."""
+        if self._caseless is None:
+            self._caseless = Matcher(self.catalogue, caseless=True)
+        return self._caseless
 
     def _candidates(self, text: str) -> list[_Pattern]:
         present = [lit for lit in self._singles if lit in text]
