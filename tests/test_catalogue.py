@@ -114,6 +114,53 @@ def test_invalid_rule_names_file_line_and_field(tmp_path: Path, change: tuple[st
     assert "\n" not in message
 
 
+FIRST_WEIGHT = "    weight: 0.95\n"  # the first fingerprint's, in VALID
+OWN_FIX = "    fix: Keep fp32 master weights and let autocast cast to fp16.\n"
+OWN_VERIFY = ("    verify:\n      command: trainmedic probe amp\n"
+              "      explains: Shows the scale move.\n")
+
+
+@pytest.mark.parametrize(
+    ("own", "at", "where"),
+    [
+        ("    fix: short\n", "    fix: short",
+         "fingerprints[0].fix: must be longer than or equal to 10"),
+        (OWN_VERIFY, "    verify:", "fingerprints[0].verify: needs fix beside it"),
+        (OWN_FIX + "    verify:\n      command: trainmedic probe amp\n", "    verify:",
+         "fingerprints[0].verify.explains: required field is missing"),
+        (OWN_FIX.replace("fix:", "fixes:"), OWN_FIX.replace("fix:", "fixes:").rstrip(),
+         "fingerprints[0].fixes: unknown field"),
+    ],
+)
+def test_invalid_fix_of_one_cause_names_file_line_and_field(tmp_path: Path, own: str, at: str,
+                                                            where: str) -> None:
+    assert FIRST_WEIGHT in VALID
+    text = VALID.replace(FIRST_WEIGHT, FIRST_WEIGHT + own, 1)
+    with pytest.raises(RuleError) as raised:
+        load_pack(write_rule(tmp_path, text))
+    line = text.splitlines().index(at) + 1
+    assert f".yaml:{line}: {where}" in str(raised.value)
+
+
+def test_fingerprints_and_detectors_carry_their_own_fix(tmp_path: Path) -> None:
+    detector = ("detectors:\n  - name: scale-floor\n    weight: 0.6\n"
+                "    fix: The scale collapsed, so train in bf16 which needs no loss scale.\n"
+                + OWN_VERIFY.replace("probe amp", "probe numerics"))
+    text = VALID.replace(FIRST_WEIGHT, FIRST_WEIGHT + OWN_FIX, 1).replace(
+        "monitor:", detector + "monitor:", 1)
+    rule = load_pack(write_rule(tmp_path, text)).by_id["amp-bf16-vs-fp16"]
+    first, second = rule.fingerprints[0].name, rule.fingerprints[1].name
+    own = rule.advice((first,))
+    assert (own.fix, own.verify_command, own.verify_explains) == (
+        OWN_FIX.split(": ", 1)[1].strip(), rule.verify_command, rule.verify_explains)
+    floor = rule.advice(("scale-floor", first))  # the first matched part with a fix wins
+    assert floor.fix.startswith("The scale collapsed")
+    assert floor.verify_command == "trainmedic probe numerics"
+    assert rule.advice((second, first)) == own  # `second` has no fix of its own
+    plain = rule.advice((second,))
+    assert (plain.fix, plain.verify_command) == (rule.fix, rule.verify_command)
+
+
 def test_folder_must_equal_category(tmp_path: Path) -> None:
     pack = write_rule(tmp_path, VALID, category="memory")
     with pytest.raises(RuleError, match=r":3: category: must equal the folder name 'memory'"):

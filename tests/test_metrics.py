@@ -127,6 +127,32 @@ def test_detectors_on_numbers() -> None:
     assert run_detector("loss-divergence", values("loss", [*flat, 9.0, 9.5, 10.0])) == [63]
 
 
+def test_scale_floor_sees_a_collapsed_scale_wherever_it_started() -> None:
+    # fairseq's loss_scale column, pasted without the fall from 2**7 (numerics corpus, fairseq)
+    assert run_detector("scale-floor", values("loss_scale", [0.062, 0.062, 0.031, 0.004])) \
+        == [2]
+    assert run_detector("scale-floor", values("loss_scale", [0.0, 0.0])) == [2]  # underflowed
+    # DeepSpeed pinned at its min_loss_scale of 1: "Attempted loss scale: 1, reducing to 1"
+    assert run_detector("scale-floor", values("loss_scale", [1.0, 1.0, 1.0], True)) == [2]
+    # a healthy start calibrating from 2**16 never gets near the floor
+    assert run_detector("scale-floor", values("loss_scale", [2.0 ** (16 - i) for i in range(8)])) \
+        == []
+    # one misread value is not a pattern
+    assert run_detector("scale-floor", values("loss_scale", [65536.0, 0.5, 65536.0])) == []
+
+
+def test_scale_floor_leaves_the_constant_scale_of_bf16_runs_alone() -> None:
+    # Megatron-LM prints "loss scale: 1.0" on every iteration of a bf16 (or fp32) run
+    line = (" iteration      {}/  500000 | consumed samples:        51200 | lm loss: 7.512E+00 | "
+            "loss scale: 1.0 | grad norm: 1.234 | number of skipped iterations:   0 |")
+    samples = [parse_sample(line.format(step)) for step in range(100, 3100, 100)]
+    assert run_detector("scale-floor", [s for s in samples if s is not None]) == []
+    assert fired("\n".join(line.format(step) for step in range(100, 3100, 100))) == set()
+    # the same scale after it fell from 2**16 is a collapse
+    fell = [2.0 ** (16 - i) for i in range(17)] + [1.0] * 3
+    assert run_detector("scale-floor", values("loss_scale", fell)) == [18]
+
+
 def real_run(script: str, tmp_path: Path) -> str:
     pytest.importorskip("torch")
     path = tmp_path / "run.py"
@@ -211,12 +237,19 @@ def test_real_healthy_fp16_run_fires_nothing(tmp_path: Path) -> None:
     assert diagnose_text(log, CATALOGUE, "run.log").root_causes == ()
 
 
-@pytest.mark.parametrize("name", ["h2.log", "h5.log", "h7.log"])
+HEALTHY = ["healthy/h2.log", "healthy/h5.log", "healthy/h7.log",
+           *(f"more/numerics-healthy/{n:03d}.log" for n in range(1, 7))]
+
+
+@pytest.mark.parametrize("name", HEALTHY)
 def test_healthy_corpus_fires_no_detector(name: str) -> None:
-    path = CORPUS / "healthy" / name
+    path = CORPUS / name
     if not path.exists():
         pytest.skip("corpus not beside this checkout")
-    assert fired(path.read_text("utf-8")) == set()
+    text = path.read_text("utf-8")
+    assert fired(text) == set()
+    diagnosis = diagnose_text(text, CATALOGUE, name)
+    assert (diagnosis.root_causes, diagnosis.unexplained_anomalies) == ((), ())
 
 
 def test_a_rule_pack_can_teach_a_new_metric_format(tmp_path: Path) -> None:

@@ -104,7 +104,8 @@ def test_any_number_of_jobs_gives_the_answer_of_one(big_log: Path, tmp_path: Pat
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)  # six pieces for this six-chunk log
     alone = answer([str(big_log)], 1)
-    assert alone["diagnoses"][0]["rule_id"] == "cuda-oom-fragmentation"  # type: ignore[index]
+    # the near-certain OOM stays above the weaker fragmentation reading of the same line
+    assert alone["diagnoses"][0]["rule_id"] == "cuda-oom"  # type: ignore[index]
     assert alone["initiating_rank"] == 137
     pids = tmp_path / "pids"
     pids.mkdir()

@@ -66,6 +66,7 @@ class Finding:
     confidence: float
     evidence: tuple[Line, ...]
     first_by_rank: tuple[tuple[int, Line], ...] = ()
+    matched: tuple[str, ...] = ()  # the fingerprints and detectors counted, in evidence order
 
     @property
     def first(self) -> Line:
@@ -103,6 +104,7 @@ class Anomaly:
     detector: str
     line: Line
     x: float
+    means: str = ""  # what the detector saw, with its parameters filled in
 
 
 @dataclass(frozen=True)
@@ -131,3 +133,10 @@ class Diagnosis:
     @property
     def root_causes(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.role is Role.ROOT)
+
+    @property
+    def unexplained_anomalies(self) -> tuple[Anomaly, ...]:
+        """Where a detector fired that no finding counted: numbers that no rule explains."""
+        counted = {name for finding in self.findings for name in finding.matched}
+        return tuple(anomaly for plot in self.series for anomaly in plot.anomalies
+                     if anomaly.detector not in counted)

@@ -112,6 +112,10 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
             elif missing:
                 field_path.append(missing[0])
                 reason = "required field is missing"
+        elif error.rule == "dependencies" and isinstance(error.value, dict):
+            needing = next(k for k in error.rule_definition if k in error.value)
+            field_path.append(needing)
+            reason = f"needs {' and '.join(error.rule_definition[needing])} beside it"
         raise fail(field_path, reason) from None
     _check_semantics(data, path, base, fail)
     source = str(path.relative_to(base.parent)) if base else file_name

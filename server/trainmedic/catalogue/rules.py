@@ -1,13 +1,15 @@
 """The rule catalogue as typed data: rules, their fingerprints, conditions and detectors.
 
-`catalogue.load` builds it from the bundled compiled JSON or from validated YAML packs.
+`catalogue.load` builds it from the bundled compiled JSON or from validated YAML packs. A
+fingerprint or detector that pins down one cause of its rule may carry that cause's own fix
+(and verification); `Rule.advice` picks it when that part is what matched.
 """
 
 from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -71,6 +73,23 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class Advice:
+    """What to change, and the command that proves the change on the user's machine."""
+
+    fix: str
+    verify_command: str
+    verify_explains: str
+
+
+def _own_advice(part: Mapping[str, Any], rule: Mapping[str, Any]) -> Advice | None:
+    """A fingerprint's or detector's own fix; its verification, else the rule's."""
+    if "fix" not in part:
+        return None
+    verify = part.get("verify") or rule["verify"]
+    return Advice(part["fix"].strip(), verify["command"], verify["explains"].strip())
+
+
+@dataclass(frozen=True)
 class Fingerprint:
     name: str
     pattern: str
@@ -78,6 +97,7 @@ class Fingerprint:
     ignore_case: bool = False
     min_count: int = 1
     where: Condition | None = None
+    advice: Advice | None = None  # when this line pins down one cause of the rule
 
     @cached_property
     def regex(self) -> re.Pattern[str]:
@@ -91,6 +111,7 @@ class DetectorRef:
     name: str
     weight: float
     params: tuple[tuple[str, float], ...] = ()
+    advice: Advice | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +176,7 @@ class Rule:
                     ignore_case=bool(fp.get("ignore_case", False)),
                     min_count=int(fp.get("min_count", 1)),
                     where=Condition.parse(fp["where"]) if fp.get("where") else None,
+                    advice=_own_advice(fp, data),
                 )
                 for fp in data["fingerprints"]
             ),
@@ -170,12 +192,27 @@ class Rule:
             threshold=float(data.get("threshold", 0.5)),
             detectors=tuple(
                 DetectorRef(d["name"], float(d["weight"]),
-                            tuple(sorted((k, float(v)) for k, v in d.get("params", {}).items())))
+                            tuple(sorted((k, float(v)) for k, v in d.get("params", {}).items())),
+                            _own_advice(d, data))
                 for d in data.get("detectors", ())
             ),
             metric_patterns=tuple(m["pattern"] for m in data.get("metrics", ())),
             source=source,
         )
+
+    @property
+    def parts(self) -> tuple[Fingerprint | DetectorRef, ...]:
+        """What counts as evidence: the fingerprints, then the detectors."""
+        return (*self.fingerprints, *self.detectors)
+
+    def advice(self, matched: Iterable[str] = ()) -> Advice:
+        """The advice of the first of the `matched` fingerprints and detectors (names, in
+        evidence order) that has its own, else the rule's."""
+        for name in matched:
+            own = next((p.advice for p in self.parts if p.name == name and p.advice), None)
+            if own is not None:
+                return own
+        return Advice(self.fix, self.verify_command, self.verify_explains)
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,10 @@ from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceba
 EVIDENCE_PER_FINGERPRINT = 8
 TRACEBACKS_KEPT = 64
 LAUNCHER_FACTS_KEPT = 100_000
+# A finding this sure stays above a rule that outranks it, unless that rule's own confidence is
+# within OUTRANK_MARGIN of it: "more specific" is worth little when its evidence is weak.
+NEAR_CERTAIN = 0.95
+OUTRANK_MARGIN = 0.1
 
 
 @dataclass
@@ -87,23 +91,35 @@ def scanner_for(catalogue: Catalogue, matcher: Matcher | None = None) -> Scanner
 
 
 def _confidence(rule: Rule, found: _RuleEvidence,
-                metrics: MetricSeries) -> tuple[float, list[Line]]:
-    miss, lines = 1.0, list[Line]()
+                metrics: MetricSeries) -> tuple[float, list[tuple[str, list[Line]]]]:
+    """The combined confidence, and each counted fingerprint or detector with its lines."""
+    miss, counted = 1.0, list[tuple[str, list[Line]]]()
     for fp in rule.fingerprints:
         if found.counts[fp.name] >= fp.min_count:
             miss *= 1.0 - fp.weight
-            lines.extend(found.lines.get(fp.name, ()))
+            counted.append((fp.name, found.lines.get(fp.name, [])))
     for ref in rule.detectors:
         fired = metrics.fired(detector_key(ref.name, dict(ref.params)))
         if fired:
             miss *= 1.0 - ref.weight
-            lines.extend(fired)
+            counted.append((ref.name, fired))
             for line in fired:
                 current = found.first_by_rank.get(line.rank) if line.rank is not None else None
                 if line.rank is not None and (current is None or (
                         current.path == line.path and line.number < current.number)):
                     found.first_by_rank[line.rank] = line
-    return round(1.0 - miss, 3), lines
+    return round(1.0 - miss, 3), counted
+
+
+def _in_evidence_order(counted: list[tuple[str, list[Line]]],
+                       lines: list[Line]) -> tuple[str, ...]:
+    """The counted parts' names by their first line in the evidence (ties: as declared)."""
+    position = {line: index for index, line in enumerate(lines)}
+    first: dict[str, int] = {}
+    for name, part in counted:
+        at = min((position[line] for line in part), default=len(lines))
+        first[name] = min(at, first.get(name, at))
+    return tuple(sorted(first, key=first.__getitem__))
 
 
 def score(evidence: Evidence, catalogue: Catalogue) -> list[Finding]:
@@ -115,32 +131,43 @@ def score(evidence: Evidence, catalogue: Catalogue) -> list[Finding]:
         rule = catalogue.get(rule_id)
         if rule is None:
             continue
-        confidence, lines = _confidence(rule, found, evidence.metrics)
-        if confidence < rule.threshold or not lines:
+        confidence, counted = _confidence(rule, found, evidence.metrics)
+        if confidence < rule.threshold or not any(part for _, part in counted):
             continue
-        lines = chronological(set(lines), order)
+        lines = chronological({line for _, part in counted for line in part}, order)
         by_rank = sorted(found.first_by_rank.items())
         earliest = chronological([line for _, line in by_rank], order)
         rank = next((r for r, line in by_rank if earliest and line is earliest[0]), None)
         findings.append(Finding(rule.id, rule.role, rank, confidence, tuple(lines),
-                                tuple(by_rank)))
+                                tuple(by_rank), _in_evidence_order(counted, lines)))
     return _ordered(findings, catalogue, order)
+
+
+def _goes_before(finding: Finding, other: Finding, catalogue: Catalogue) -> bool:
+    """Whether `finding`'s rule, being more specific, is listed before `other` whatever the
+    confidences: yes when its rule outranks `other`'s (same role), unless `other` is
+    near-certain and `finding`'s own evidence is clearly weaker (more than OUTRANK_MARGIN
+    below). A weak specific guess must not bury a generic failure that is almost sure."""
+    if other.rule_id not in catalogue.by_id[finding.rule_id].outranks or \
+            other.role is not finding.role:
+        return False
+    return other.confidence < NEAR_CERTAIN or \
+        finding.confidence >= other.confidence - OUTRANK_MARGIN
 
 
 def _ordered(findings: list[Finding], catalogue: Catalogue,
              order: dict[str, int]) -> list[Finding]:
+    """Roots first, then by confidence, then by time; then a more specific rule goes before
+    the rules it outranks (see `_goes_before`)."""
     timeline = chronological([f.first for f in findings], order)
     sequence = {id(line): i for i, line in enumerate(timeline)}
     findings.sort(key=lambda f: (f.role is not Role.ROOT, -f.confidence, sequence[id(f.first)]))
-    # A more specific rule goes before the rules it outranks, whatever their confidence.
     changed = True
     while changed:
         changed = False
         for index, finding in enumerate(findings):
-            rule = catalogue.by_id[finding.rule_id]
             for earlier in range(index):
-                other = findings[earlier]
-                if other.rule_id in rule.outranks and other.role is finding.role:
+                if _goes_before(finding, findings[earlier], catalogue):
                     findings.insert(earlier, findings.pop(index))
                     changed = True
                     break

@@ -153,8 +153,10 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, lines: Pos
 
     def add(finding: Finding, line: Line, message: str, is_root: bool) -> None:
         rule = catalogue.by_id[finding.rule_id]
+        advice = rule.advice(finding.matched)
         where = lines.place(line)
-        data: dict[str, Any] = {"rule_id": rule.id, "fix": rule.fix, "verify": rule.verify_command,
+        data: dict[str, Any] = {"rule_id": rule.id, "fix": advice.fix,
+                                "verify": advice.verify_command,
                                 "role": finding.role.value, "rank": finding.rank_of(line)}
         diagnostics.append(types.Diagnostic(
             range=where, message=message, source=SOURCE, code=rule.id,

@@ -107,7 +107,7 @@ class MetricSeries:
             kept = anomalies.setdefault(detector.METRIC, [])
             for line, x in zip(detector.lines, detector.steps, strict=True):
                 if len(kept) < ANOMALIES_KEPT:
-                    kept.append(Anomaly(detector.NAME, line, x))
+                    kept.append(Anomaly(detector.NAME, line, x, detector.meaning()))
         out = []
         for name in METRICS:
             ranks = [rank for metric, rank in self.series if metric == name]

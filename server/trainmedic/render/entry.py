@@ -42,12 +42,25 @@ def _monitor(rule: Rule) -> Section:
                    prose=f"metric detector: {DETECTORS[rule.monitor].MEANS}")
 
 
+def _own_fixes(rule: Rule) -> list[Section]:
+    """The fix of each fingerprint or detector that has its own, shown when that part matched."""
+    out = []
+    for part in rule.parts:
+        if part.advice is None:
+            continue
+        verify = "" if part.advice.verify_command == rule.verify_command else \
+            f"Verify with `{part.advice.verify_command}`: {part.advice.verify_explains}"
+        out.append(Section("Fix when this matched", (part.name,), part.advice.fix, prose=verify))
+    return out
+
+
 def sections(rule: Rule, every_fingerprint: bool = False) -> list[Section]:
     """The entry below its title and summary; `every_fingerprint` adds how the rule matches."""
     out = [
         Section("Symptoms", items=rule.symptoms),
         Section("Root causes", items=rule.causes),
         Section("Fix", code=rule.fix),
+        *_own_fixes(rule),
         Section("Prevention", items=rule.prevention),
         Section("Verify", code=rule.verify_command, language="sh", prose=rule.verify_explains),
         Section("Affected systems", items=rule.affected_systems),

@@ -11,7 +11,9 @@ from trainmedic.render.redact import evidence_text
 
 
 def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[str, Any]:
-    """One diagnosis of the JSON contract; evidence is redacted unless `secrets`."""
+    """One diagnosis of the JSON contract; evidence is redacted unless `secrets`. The fix is
+    that of the cause which matched, when the rule has one for it."""
+    advice = rule.advice(finding.matched)
     return {
         "rule_id": finding.rule_id,
         "title": rule.title,
@@ -20,8 +22,8 @@ def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[st
         "rank": finding.rank,
         "evidence": [{"path": ln.path, "line": ln.number, "text": evidence_text(ln.text, secrets)}
                      for ln in finding.evidence],
-        "fix": rule.fix,
-        "verify": rule.verify_command,
+        "fix": advice.fix,
+        "verify": advice.verify_command,
         "related": list(rule.related),
     }
 

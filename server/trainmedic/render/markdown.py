@@ -34,6 +34,7 @@ def rule_markdown(rule: Rule) -> str:
 def finding_markdown(finding: Finding, diagnosis: Diagnosis, catalogue: Catalogue) -> str:
     """One finding for a hover: what it is, why it happens, the fix, and how to prove the fix."""
     rule = catalogue.by_id[finding.rule_id]
+    advice = rule.advice(finding.matched)
     roots = diagnosis.root_causes
     if roots and finding is roots[0]:
         heading = "Root cause"
@@ -50,8 +51,8 @@ def finding_markdown(finding: Finding, diagnosis: Diagnosis, catalogue: Catalogu
                        for rank, n in ordered)
     parts = [f"**{heading}: {rule.title}**", " · ".join(facts),
              f"**Why.** {rule.summary}",
-             "**Fix**", f"```text\n{rule.fix}\n```",
-             f"**Verify:** `{rule.verify_command}`. {rule.verify_explains}",
+             "**Fix**", f"```text\n{advice.fix}\n```",
+             f"**Verify:** `{advice.verify_command}`. {advice.verify_explains}",
              f"**Evidence lines per rank:** {counts}"]
     if rule.related:
         parts.append("**Related:** " + ", ".join(f"`{r}`" for r in rule.related))
@@ -60,12 +61,18 @@ def finding_markdown(finding: Finding, diagnosis: Diagnosis, catalogue: Catalogu
 
 def diagnosis_markdown(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
     """The root cause entry for the results panel; a plain statement when there is none."""
+    head = ""
+    anomalies = diagnosis.unexplained_anomalies
+    if not diagnosis.root_causes and anomalies:
+        first = anomalies[0]
+        head = (f"No known root cause; unexplained metric anomaly: {first.means} "
+                f"(`{first.line.path}:{first.line.number}`).\n\n")
     if not diagnosis.findings:
-        return "No known failure found in this text.\n"
+        return head[:-1] if head else "No known failure found in this text.\n"
     top = diagnosis.findings[0]
-    head = "" if diagnosis.root_causes else \
-        "No root cause found: only collateral failures (another rank or layer failed without " \
-        "saying why in this text).\n\n"
+    if not diagnosis.root_causes:
+        head += "No root cause found: only collateral failures (another rank or layer failed " \
+            "without saying why in this text).\n\n"
     rank = diagnosis.initiating_rank
     reason = f"\n**Initiating rank:** {'none' if rank is None else rank}. {diagnosis.reason}\n" \
         if diagnosis.reason else ""

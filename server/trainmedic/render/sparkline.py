@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 from trainmedic.model import Plot
 
@@ -27,8 +28,12 @@ def sparkline(values: list[float | None]) -> str:
                    for v in values)
 
 
-def sparkline_rows(series: tuple[Plot, ...]) -> list[str]:
-    """The "Metrics:" block: a sparkline per metric, its last value, where detectors fired."""
+def sparkline_rows(series: tuple[Plot, ...], unexplained: Collection[str] = ()) -> list[str]:
+    """The "Metrics:" block: a sparkline per metric, its last value, where detectors fired.
+
+    The first anomalies of each metric are shown, and the first of every `unexplained` detector
+    (one no finding counted), marked, so a number no rule explains is never left out.
+    """
     if not series:
         return []
     out = ["", "Metrics:"]
@@ -39,7 +44,13 @@ def sparkline_rows(series: tuple[Plot, ...]) -> list[str]:
         rank = f" (rank {plot.rank})" if plot.rank is not None else ""
         out.append(f"  {plot.metric:<10} {sparkline(values[::step]):<{SPARK_WIDTH}}  last "
                    f"{'nan/inf' if last is None else f'{last:.4g}'}{rank}")
-        for anomaly in plot.anomalies[:ANOMALIES_SHOWN]:
+        shown = list(plot.anomalies[:ANOMALIES_SHOWN])
+        for anomaly in plot.anomalies[ANOMALIES_SHOWN:]:
+            if anomaly.detector in unexplained and \
+                    all(a.detector != anomaly.detector for a in shown):
+                shown.append(anomaly)
+        for anomaly in shown:
+            mark = "  (no rule explains it)" if anomaly.detector in unexplained else ""
             out.append(f"  {'':<10} ^ {anomaly.detector} at "
-                       f"{anomaly.line.path}:{anomaly.line.number}")
+                       f"{anomaly.line.path}:{anomaly.line.number}{mark}")
     return out

@@ -67,15 +67,22 @@ def _indent(text: str, prefix: str = "    ") -> list[str]:
 def render_text(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -> str:
     """What a person reads in a terminal: the root cause first, with proof and a fix."""
     roots = diagnosis.root_causes
+    unexplained = diagnosis.unexplained_anomalies
     out: list[str] = []
     if not roots:
-        out.append("No root cause found.")
+        if unexplained:
+            anomaly = unexplained[0]
+            out.append(f"No known root cause; unexplained metric anomaly: {anomaly.means} "
+                       f"({anomaly.line.path}:{anomaly.line.number})")
+        else:
+            out.append("No root cause found.")
         if diagnosis.findings:
             out.append("Collateral failures only (another rank or layer failed without saying "
                        "why in this input):")
     else:
         top = roots[0]
         rule = catalogue.by_id[top.rule_id]
+        advice = rule.advice(top.matched)
         out.append(f"Root cause: {rule.title}  [{rule.id}, confidence {top.confidence:.2f}]")
         rank = diagnosis.initiating_rank
         out.append(f"Initiating rank: {rank if rank is not None else 'not determined'}")
@@ -88,10 +95,10 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = Fals
         out.extend(_evidence_lines(top.evidence, secrets))
         out.append("")
         out.append("Fix:")
-        out.extend(_indent(rule.fix))
+        out.extend(_indent(advice.fix))
         out.append("")
-        out.append(f"Verify:  {rule.verify_command}")
-        out.extend(_wrap(rule.verify_explains, "    "))
+        out.append(f"Verify:  {advice.verify_command}")
+        out.extend(_wrap(advice.verify_explains, "    "))
     others = [f for f in diagnosis.findings if not roots or f is not roots[0]]
     if others:
         out.append("")
@@ -110,7 +117,7 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = Fals
         out.append(f"Initiating rank: {diagnosis.initiating_rank}")
         out.extend(_wrap(f"({diagnosis.reason})", "  "))
     out.extend(_timeline(diagnosis))
-    out.extend(sparkline_rows(diagnosis.series))
+    out.extend(sparkline_rows(diagnosis.series, {a.detector for a in unexplained}))
     for warning in diagnosis.warnings:
         out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"

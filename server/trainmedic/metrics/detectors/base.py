@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import deque
 from collections.abc import Mapping
@@ -33,6 +34,14 @@ class Detector:
         self.steps: list[float] = []  # the x of each kept line
         self.fired = False
         self._x = 0.0
+
+    def meaning(self) -> str:
+        """MEANS with this detector's parameter values in place of their names."""
+        def value(match: re.Match[str]) -> str:
+            name = match.group(1)
+            return f"{self.params[name]:g}" if name in self.params else match.group(0)
+
+        return re.sub(r"`(\w+)`", value, self.MEANS)
 
     def hit(self, line: Line) -> None:
         self.fired = True

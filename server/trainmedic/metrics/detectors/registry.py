@@ -13,6 +13,7 @@ from trainmedic.metrics.detectors.non_finite_grad_norm import NonFiniteGradNorm
 from trainmedic.metrics.detectors.non_finite_loss import NonFiniteLoss
 from trainmedic.metrics.detectors.overflow_rate import OverflowRate
 from trainmedic.metrics.detectors.scale_collapse import ScaleCollapse
+from trainmedic.metrics.detectors.scale_floor import ScaleFloor
 from trainmedic.metrics.detectors.scale_stuck import ScaleStuck
 from trainmedic.metrics.detectors.zero_loss_run import ZeroLossRun
 
@@ -21,6 +22,7 @@ DETECTORS: dict[str, type[Detector]] = {d.NAME: d for d in (
     NonFiniteGradNorm,
     ZeroLossRun,
     ScaleCollapse,
+    ScaleFloor,
     ScaleStuck,
     OverflowRate,
     GradNormHuge,
