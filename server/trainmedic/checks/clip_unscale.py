@@ -59,7 +59,9 @@ class ClipBeforeUnscale(Check):
     ## Fix safety
     Safe for one optimizer: inserts `S.unscale_(optimizer)` before the clipping statement,
     with the optimizer taken from the `S.step(...)` that follows; `step()` then skips its own
-    unscaling. No fix is offered when no such step is found in the function.
+    unscaling. When the loop already calls `S.unscale_` after the clip, that call is moved
+    before it instead (a second call in one step raises "unscale_() has already been called").
+    No fix is offered when no such step is found in the function.
     """
 
     code = "TM105"
@@ -70,6 +72,9 @@ class ClipBeforeUnscale(Check):
         if not amp_facts(src).scaler_keys:
             return
         windows: dict[ast.AST, _Window] = {}
+        in_scope: dict[ast.AST, list[ast.Call]] = {}
+        for call in src.calls:
+            in_scope.setdefault(src.scopes[call], []).append(call)
         for call in src.calls:
             scope = src.scopes[call]
             scaler = scaled_loss_receiver(call)
@@ -87,26 +92,26 @@ class ClipBeforeUnscale(Check):
                 del windows[scope]
             elif src.qualname(call.func) in CLIPS and not (window.unscaled or window.reported):
                 window.reported = True
-                yield self._report(src, call, window.scaler)
+                yield self._report(src, call, window.scaler, in_scope[scope])
 
-    def _report(self, src: PythonSource, clip: ast.Call, scaler: str) -> CheckFinding:
-        step = _following_step(src, clip, scaler)
+    def _report(self, src: PythonSource, clip: ast.Call, scaler: str,
+                calls: list[ast.Call]) -> CheckFinding:
+        """`calls` are the function's calls in source order."""
+        later = [(name, call) for call in calls
+                 if (call.lineno, call.col_offset) > (clip.lineno, clip.col_offset)
+                 for receiver, name in [method(call) or (None, "")]
+                 if receiver is not None and dotted(receiver) == scaler]
+        steps = [i for i, (name, call) in enumerate(later) if name == "step" and call.args]
         stmt = src.statement(clip)
         fix = None
-        if step is not None and src.starts_line(stmt):
-            optimizer = src.segment(step.args[0])
-            fix = [src.insert_line_before(stmt, f"{scaler}.unscale_({optimizer})")]
+        if steps and src.starts_line(stmt):
+            step = later[steps[0]][1]
+            existing = [call for name, call in later[:steps[0]] if name == "unscale_"]
+            if not existing:
+                fix = [src.insert_line_before(
+                    stmt, f"{scaler}.unscale_({src.segment(step.args[0])})")]
+            elif src.alone_on_line(moved := src.statement(existing[0])):
+                fix = [src.insert_line_before(stmt, src.segment(moved)), src.delete_lines(moved)]
         return self.finding(src.range(clip.func),
                             f"gradients are clipped while still scaled by {scaler}: call "
                             f"{scaler}.unscale_(optimizer) before clipping", fix)
-
-
-def _following_step(src: PythonSource, clip: ast.Call, scaler: str) -> ast.Call | None:
-    """The first `scaler.step(optimizer)` after `clip` in the same function."""
-    for call in src.calls:
-        if src.scopes[call] is src.scopes[clip] and call.args and \
-                (call.lineno, call.col_offset) > (clip.lineno, clip.col_offset) and \
-                isinstance(call.func, ast.Attribute) and call.func.attr == "step" and \
-                dotted(call.func.value) == scaler:
-            return call
-    return None
