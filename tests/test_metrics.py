@@ -131,7 +131,9 @@ def test_scale_floor_sees_a_collapsed_scale_wherever_it_started() -> None:
     # fairseq's loss_scale column, pasted without the fall from 2**7 (numerics corpus, fairseq)
     assert run_detector("scale-floor", values("loss_scale", [0.062, 0.062, 0.031, 0.004])) \
         == [2]
-    assert run_detector("scale-floor", values("loss_scale", [0.0, 0.0])) == [2]  # underflowed
+    assert run_detector("scale-floor", values("loss_scale", [8.0, 0.0, 0.0])) == [3]  # underflowed
+    # 0 alone is how a configuration asks for dynamic scaling (`"loss_scale": 0`)
+    assert run_detector("scale-floor", values("loss_scale", [0.0, 0.0])) == []
     # DeepSpeed pinned at its min_loss_scale of 1: "Attempted loss scale: 1, reducing to 1"
     assert run_detector("scale-floor", values("loss_scale", [1.0, 1.0, 1.0], True)) == [2]
     # a healthy start calibrating from 2**16 never gets near the floor
