@@ -65,13 +65,11 @@ def test_lines_without_metrics(text: str) -> None:
 
 
 def run_detector(name: str, samples: list[Sample], **params: float) -> list[int]:
+    """The line where the detector's evidence starts, once it has read every sample."""
     detector = DETECTORS[name](detector_params(name, params))
-    fired = []
     for index, sample in enumerate(samples, start=1):
         detector.feed(sample, Line("x", index, ""))
-        if detector.fired and not fired:
-            fired.append(index)
-    return fired
+    return [line.number for line, _ in detector.evidence()[:1]]
 
 
 def values(name: str, series: list[float], overflow: bool = False) -> list[Sample]:
@@ -141,6 +139,18 @@ def test_scale_floor_sees_a_collapsed_scale_wherever_it_started() -> None:
         == []
     # one misread value is not a pattern
     assert run_detector("scale-floor", values("loss_scale", [65536.0, 0.5, 65536.0])) == []
+
+
+def test_grad_norm_breaks_only_when_it_never_recovers() -> None:
+    nan = math.nan
+    assert run_detector("grad-norm-breaks", values("grad_norm", [2.0, 1.9, 2.1, 2.0, nan])) == [5]
+    assert run_detector("grad-norm-breaks",
+                        values("grad_norm", [2.0, 1.9, 2.1, 2.0, nan, nan])) == [5]
+    # one skipped fp16 step, then finite again: a healthy run
+    assert run_detector("grad-norm-breaks",
+                        values("grad_norm", [2.0, 1.9, 2.1, 2.0, nan, 1.8])) == []
+    # a dynamic scale calibrating: non-finite before any finite history
+    assert run_detector("grad-norm-breaks", values("grad_norm", [nan, nan, 2.0, 1.9])) == []
 
 
 def test_scale_floor_leaves_the_constant_scale_of_bf16_runs_alone() -> None:

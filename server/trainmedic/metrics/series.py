@@ -91,8 +91,8 @@ class MetricSeries:
         """Evidence lines of one detector configuration, over every rank."""
         lines: list[Line] = []
         for (candidate, _), detector in self.detectors.items():
-            if candidate == key and detector.fired:
-                lines.extend(detector.lines)
+            if candidate == key:
+                lines.extend(line for line, _ in detector.evidence())
         return lines
 
     def plots(self) -> tuple[Plot, ...]:
@@ -102,10 +102,11 @@ class MetricSeries:
         """
         anomalies: dict[str, list[Anomaly]] = {}
         for detector in self.detectors.values():
-            if not detector.fired:
+            found = detector.evidence()
+            if not found:
                 continue
             kept = anomalies.setdefault(detector.METRIC, [])
-            for line, x in zip(detector.lines, detector.steps, strict=True):
+            for line, x in found:
                 if len(kept) < ANOMALIES_KEPT:
                     kept.append(Anomaly(detector.NAME, line, x, detector.meaning()))
         out = []

@@ -33,6 +33,7 @@ class Detector:
         self.lines: list[Line] = []
         self.steps: list[float] = []  # the x of each kept line
         self.fired = False
+        self.held: tuple[Line, float] | None = None  # a hit later samples may still undo
         self._x = 0.0
 
     def meaning(self) -> str:
@@ -48,6 +49,20 @@ class Detector:
         if len(self.lines) < EVIDENCE_KEPT and line not in self.lines:
             self.lines.append(line)
             self.steps.append(self._x)
+
+    def hold(self, line: Line) -> None:
+        """A hit that counts only if nothing after it shows the condition passed (a value
+        that only the end of the log can settle)."""
+        if self.held is None:
+            self.held = (line, self._x)
+
+    def release(self) -> None:
+        self.held = None
+
+    def evidence(self) -> list[tuple[Line, float]]:
+        """Where the condition held, with each line's x: its hits, then a hit still held."""
+        found = list(zip(self.lines, self.steps, strict=True))
+        return [*found, self.held] if self.held is not None else found
 
     def feed(self, sample: Sample, line: Line) -> None:
         """One sample in order; its x (step, else line number) marks the anomaly on a plot."""

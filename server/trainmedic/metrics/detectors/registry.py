@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from trainmedic.metrics.detectors.base import Detector
+from trainmedic.metrics.detectors.grad_norm_breaks import GradNormBreaks
 from trainmedic.metrics.detectors.grad_norm_growth import GradNormGrowth
 from trainmedic.metrics.detectors.grad_norm_huge import GradNormHuge
 from trainmedic.metrics.detectors.grad_norm_spike import GradNormSpike
@@ -28,6 +29,7 @@ DETECTORS: dict[str, type[Detector]] = {d.NAME: d for d in (
     GradNormHuge,
     GradNormSpike,
     GradNormGrowth,
+    GradNormBreaks,
     LossDivergence,
 )}
 
