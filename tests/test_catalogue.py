@@ -70,7 +70,7 @@ def test_rule_examples(rule_id: str) -> None:
     rule = CATALOGUE.by_id[rule_id]
     assert len(rule.examples_match) >= 3
     assert len(rule.examples_no_match) >= 2
-    result = self_test(rule)
+    result = self_test(rule, CATALOGUE)
     assert result.passed, result.failures
 
 
@@ -147,3 +147,15 @@ def test_where_conditions_compare_sizes_as_bytes() -> None:
 def test_empty_pack_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RuleError, match=r"no \*\.yaml rule files"):
         load_pack(tmp_path)
+
+
+def test_a_rule_fired_by_attribution_is_declared_and_checked(tmp_path: Path) -> None:
+    hang = CATALOGUE.by_id["collective-hang"]
+    assert hang.attribution is not None
+    assert hang.attribution.when == "waited-for-rank"
+    text = VALID + "attribution:\n  when: every-rank\n  weight: 0.5\n"
+    with pytest.raises(RuleError, match=r"attribution\.when: must be one of"):
+        load_pack(write_rule(tmp_path, text))
+    fired = load([write_rule(tmp_path / "ok", VALID + "attribution:\n  when: waited-for-rank\n"
+                                                      "  weight: 0.6\n")])
+    assert fired.by_id["amp-bf16-vs-fp16"].attribution is not None

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from trainmedic.catalogue.rules import Catalogue, Rule
-from trainmedic.model import Diagnosis, Finding, Plot
+from trainmedic.model import Diagnosis, Finding, Plot, Unexplained
 from trainmedic.render.redact import shown
 
 
@@ -23,6 +23,17 @@ def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[st
         "fix": rule.fix,
         "verify": rule.verify_command,
         "related": list(rule.related),
+    }
+
+
+def unexplained_dict(failure: Unexplained, secrets: bool = False) -> dict[str, Any]:
+    """One failure no rule explains; message and evidence are redacted unless `secrets`."""
+    line = failure.line
+    return {
+        "exception": failure.exception,
+        "message": shown(failure.message, secrets),
+        "rank": failure.rank,
+        "evidence": {"path": line.path, "line": line.number, "text": shown(line.text, secrets)},
     }
 
 
@@ -43,6 +54,7 @@ def to_dict(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -
         "initiating_reason": diagnosis.reason,
         "diagnoses": [finding_dict(f, catalogue.by_id[f.rule_id], secrets)
                       for f in diagnosis.findings],
+        "unexplained": [unexplained_dict(u, secrets) for u in diagnosis.unexplained],
         "ranks": {
             str(rank): {
                 "status": report.status.value,

@@ -6,10 +6,11 @@ import textwrap
 from collections import Counter
 
 from trainmedic.catalogue.rules import Catalogue, Rule
-from trainmedic.model import Diagnosis, Line, Role
+from trainmedic.model import Diagnosis, Line, Role, Unexplained
 from trainmedic.render.entry import Section, sections
 from trainmedic.render.redact import shown
 from trainmedic.render.sparkline import sparkline_rows
+from trainmedic.render.unexplained import HEADLINE, failure_text
 
 TEXT_EVIDENCE = 6
 TEXT_WIDTH = 160
@@ -60,6 +61,15 @@ def _timeline(diagnosis: Diagnosis) -> list[str]:
     return out
 
 
+def _failures(failures: tuple[Unexplained, ...], lead: str, secrets: bool) -> list[str]:
+    """Failures no rule explains, each with its line."""
+    out = []
+    for failure in failures:
+        out.append(lead + failure_text(failure, secrets))
+        out.extend(_evidence_lines((failure.line,), secrets))
+    return out
+
+
 def _indent(text: str, prefix: str = "    ") -> list[str]:
     return [prefix + line if line else "" for line in text.strip().splitlines()]
 
@@ -67,8 +77,12 @@ def _indent(text: str, prefix: str = "    ") -> list[str]:
 def render_text(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -> str:
     """What a person reads in a terminal: the root cause first, with proof and a fix."""
     roots = diagnosis.root_causes
+    unexplained = diagnosis.unexplained
     out: list[str] = []
-    if not roots:
+    if not roots and unexplained:
+        out.extend(_failures(unexplained[:1], HEADLINE, secrets))
+        unexplained = unexplained[1:]
+    elif not roots:
         out.append("No root cause found.")
         if diagnosis.findings:
             out.append("Collateral failures only (another rank or layer failed without saying "
@@ -105,6 +119,9 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = Fals
             first = finding.first
             out.append(f"    {first.path}:{first.number}: "
                        f"{_clip(shown(first.text, secrets).strip())}")
+    if unexplained:
+        out.extend(["", "Also failed, with nothing in the catalogue to explain it:",
+                    *_failures(unexplained, "  - ", secrets)])
     if not roots and diagnosis.initiating_rank is not None:
         out.append("")
         out.append(f"Initiating rank: {diagnosis.initiating_rank}")
