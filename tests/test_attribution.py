@@ -41,9 +41,11 @@ def test_interleaved_root_cause(prefix: str, ranks: int) -> None:
 def test_interleaved_hang_names_the_missing_rank(prefix: str, ranks: int) -> None:
     job = Job(ranks, failing_rank(ranks), hang=True)
     diagnosis = diagnose_text(interleaved(job, prefix), CATALOGUE, "job.log")
-    assert not diagnosis.root_causes
-    assert diagnosis.findings[0].rule_id == "nccl-timeout"
+    (root,) = diagnosis.root_causes
+    assert (root.rule_id, root.rank) == ("collective-hang", job.failing)
+    assert "nccl-timeout" in {f.rule_id for f in diagnosis.findings}
     assert diagnosis.initiating_rank == job.failing, diagnosis.reason
+    assert diagnosis.unexplained == ()
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
@@ -99,3 +101,98 @@ def test_real_torchrun_log_dir_with_error_files(capsys: pytest.CaptureFixture[st
     assert any(e["path"].endswith("attempt_0/1/error.json") for e in first["evidence"])
     assert {r: v["status"] for r, v in result["ranks"].items()} == {
         "0": "failed-collateral", "1": "failed-first", "2": "failed-collateral"}
+
+
+def watchdog(rank: int, seq: int, op: str = "ALLREDUCE") -> str:
+    """A ProcessGroupNCCL watchdog timeout line (format of shared corpus real-a/005.log)."""
+    return (f"[rank{rank}]:[E ProcessGroupNCCL.cpp:475] [Rank {rank}] Watchdog caught collective "
+            f"operation timeout: WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=1800000) ran for 1800648 milliseconds before timing out.\n")
+
+
+def started(ranks: int) -> str:
+    return "".join(f"2026-11-29 18:16:25,461 INFO [rank{r}] train: initialized process group: "
+                   f"world_size={ranks}\n" for r in range(ranks))
+
+
+def test_the_rank_behind_in_sequence_is_the_root_cause_of_a_hang() -> None:
+    text = watchdog(0, 881) + watchdog(1, 881) + watchdog(2, 880, "BROADCAST") + watchdog(3, 881)
+    diagnosis = diagnose_text(text, CATALOGUE, "job.log")
+    root = diagnosis.findings[0]
+    assert (root.rule_id, root.rank, root.role.value) == ("collective-hang", 2, "root")
+    assert "SeqNum=880" in root.first.text  # the line that settles it comes first
+    assert "SeqNum=881" in root.evidence[1].text
+    assert diagnosis.initiating_rank == 2
+    assert "collective sequence number 880" in diagnosis.reason
+    assert {f.rule_id for f in diagnosis.findings} == {"collective-hang", "nccl-timeout"}
+
+
+def test_the_rank_missing_from_the_timeouts_and_terminated_is_the_root_cause() -> None:
+    # torch 2.13.0 CPU run (shared corpus torchrun/005.log): rank 2 hangs, torchrun SIGTERMs it
+    gloo = ("[rank{}]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/"
+            "unbound_buffer.cc:78] Timed out waiting 20000ms for recv operation to complete\n")
+    launcher = ("W1129 18:16:52.074000 23057 torch/distributed/elastic/multiprocessing/api.py:1028]"
+                " Sending process 23089 closing signal SIGTERM\n") + """\
+[2]:
+  time      : 2026-11-29_18:16:52
+  host      : localhost
+  rank      : 2 (local_rank: 2)
+  exitcode  : -15 (pid: 23089)  (SIGTERM)
+"""
+    diagnosis = diagnose_text(started(3) + gloo.format(1) + gloo.format(0) + launcher,
+                              CATALOGUE, "job.log")
+    (root,) = diagnosis.root_causes
+    assert (root.rule_id, root.rank) == ("collective-hang", 2)
+    assert root.first.text.strip().startswith("exitcode  : -15 (pid: 23089)")
+    assert "was terminated by the launcher" in diagnosis.reason
+    assert diagnosis.ranks[2].status is RankStatus.FAILED_FIRST
+    assert diagnosis.unexplained == ()
+
+
+def test_a_waited_for_rank_that_raised_is_no_hang() -> None:
+    raised = ('[rank2]: Traceback (most recent call last):\n'
+              '[rank2]:   File "/home/user/proj/train.py", line 205, in train_loop\n'
+              "[rank2]: KeyError: 'labels'\n")
+    diagnosis = diagnose_text(started(3) + raised + watchdog(0, 12) + watchdog(1, 12),
+                              CATALOGUE, "job.log")
+    assert diagnosis.root_causes == ()
+    assert [(u.exception, u.rank) for u in diagnosis.unexplained] == [("KeyError", 2)]
+    assert diagnosis.initiating_rank == 2
+    assert "itself failed with KeyError" in diagnosis.reason
+
+
+def test_no_hang_without_a_single_rank_to_blame_or_beside_a_root_cause() -> None:
+    alike = diagnose_text(watchdog(0, 5) + watchdog(1, 5) + watchdog(2, 5), CATALOGUE, "job.log")
+    assert alike.root_causes == ()
+    assert alike.initiating_rank is None
+    oom = ("[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 2 "
+           "has a total capacity of 79.15 GiB of which 1.02 GiB is free.\n")
+    with_root = diagnose_text(started(3) + oom + watchdog(0, 12) + watchdog(1, 12), CATALOGUE,
+                              "job.log")
+    assert [f.rule_id for f in with_root.root_causes] == ["cuda-oom"]
+
+
+def test_the_desync_report_names_the_lagging_rank() -> None:
+    # TORCH_NCCL_DESYNC_DEBUG=1 (pytorch/pytorch torch/csrc/distributed/c10d/TraceUtils.h)
+    report = ("[rank0]:\t - [0] Timeout at collective: ALLREDUCE, #5\n"
+              "[rank0]:\t - To our best knowledge, ranks [3] are the lagging ranks that caused "
+              "this timeout. They never joined any collectives\n")
+    diagnosis = diagnose_text(watchdog(0, 5) + report, CATALOGUE, "job.log")
+    root = diagnosis.findings[0]
+    assert (root.rule_id, root.rank, root.confidence) == ("collective-hang", 3, 0.9)
+    assert diagnosis.initiating_rank == 3
+    every = report.replace("ranks [3] are", "ranks [1, 2, 3] are")
+    assert diagnose_text(watchdog(0, 5) + every, CATALOGUE, "job.log").root_causes == ()
+
+
+def test_the_first_unexplained_failure_names_the_rank_when_no_finding_does() -> None:
+    def raised(rank: int, message: str) -> str:
+        return (f"[rank{rank}]: Traceback (most recent call last):\n"
+                f'[rank{rank}]:   File "/home/user/proj/data.py", line 77, in __getitem__\n'
+                f"[rank{rank}]: {message}\n")
+
+    diagnosis = diagnose_text(started(4) + raised(3, "IndexError: list index out of range")
+                              + raised(0, "KeyError: 'input_ids'"), CATALOGUE, "job.log")
+    assert diagnosis.initiating_rank == 3
+    assert diagnosis.reason.startswith("rank 3 failed first, with IndexError (job.log:")
+    assert diagnosis.failure_order == (3, 0)

@@ -66,7 +66,7 @@ def test_rule_examples(rule_id: str) -> None:
     rule = CATALOGUE.by_id[rule_id]
     assert len(rule.examples_match) >= 3
     assert len(rule.examples_no_match) >= 2
-    result = self_test(rule)
+    result = self_test(rule, CATALOGUE)
     assert result.passed, result.failures
 
 
@@ -206,3 +206,15 @@ def test_an_unknown_detector_parameter_is_refused_with_file_line_and_field(tmp_p
     assert str(refused.value).startswith(f"{pack / 'amp-loss-scale.yaml'}:{line}: "
                                          "detectors[0].params.min_decreasse:")
     assert "scale-collapse takes no parameter 'min_decreasse'" in str(refused.value)
+
+
+def test_a_rule_fired_by_attribution_is_declared_and_checked(tmp_path: Path) -> None:
+    hang = CATALOGUE.by_id["collective-hang"]
+    assert hang.attribution is not None
+    assert hang.attribution.when == "waited-for-rank"
+    text = VALID + "attribution:\n  when: every-rank\n  weight: 0.5\n"
+    with pytest.raises(RuleError, match=r"attribution\.when: must be one of"):
+        load_pack(write_rule(tmp_path, text))
+    fired = load([write_rule(tmp_path / "ok", VALID + "attribution:\n  when: waited-for-rank\n"
+                                                      "  weight: 0.6\n")])
+    assert fired.by_id["amp-bf16-vs-fp16"].attribution is not None

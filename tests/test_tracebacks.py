@@ -68,3 +68,26 @@ def test_block_across_chunk_boundary() -> None:
     (block,) = tracebacks("noise\n" * 50 + SIMPLE, chunk_bytes=64)
     assert block.first_line == 51
     assert block.exception == "RuntimeError"
+
+
+def test_a_selection_that_starts_below_the_header() -> None:
+    # shared corpus more/beyond/010.log (DeepSpeed cpu_adam build)
+    where = "/opt/conda/lib/python3.11/site-packages/torch/utils/cpp_extension.py"
+    pasted = (f'[rank2]:   File "{where}", line 2140, in _import_module_from_library\n'
+              "[rank2]:     module = importlib.util.module_from_spec(spec)\n"
+              "[rank2]: ImportError: /root/.cache/torch_extensions/py311_cu124/cpu_adam/"
+              "cpu_adam.so: cannot open shared object file: No such file or directory\n")
+    (block,) = tracebacks(pasted)
+    assert (block.rank, block.first_line, block.last_line) == (2, 1, 3)
+    assert block.exception == "ImportError"
+    assert block.frames == (f"{where}:2140 in _import_module_from_library",)
+
+
+def test_indented_text_without_frames_is_no_traceback() -> None:
+    config = """\
+    learning_rate: 0.0003
+    warmup_steps: 100
+FutureWarning: `torch.cuda.amp.GradScaler(args...)` is deprecated.
+"""
+    assert tracebacks(config) == []
+    assert tracebacks("noise\n" * 60 + '  File "a.py", line 1, in f\nValueError: late\n') == []

@@ -118,6 +118,16 @@ class Plot:
 
 
 @dataclass(frozen=True)
+class Unexplained:
+    """A failure no rule explains: an exception that ended a rank's run, or a worker's exit."""
+
+    exception: str  # the exception's name, or how the worker ended ("exit code 1", "SIGKILL")
+    message: str
+    rank: int | None
+    line: Line  # the exception line, or the launcher's report of the exit
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """Ordered findings (most likely root cause first), the initiating rank, each rank's state."""
 
@@ -129,6 +139,7 @@ class Diagnosis:
     failure_order: tuple[int, ...] = ()  # the ranks that failed, first failure first
     tracebacks: tuple[Traceback, ...] = ()
     warnings: tuple[str, ...] = ()
+    unexplained: tuple[Unexplained, ...] = ()  # failures no rule explains, first failure first
 
     @property
     def root_causes(self) -> tuple[Finding, ...]:

@@ -1,5 +1,5 @@
 """Compile `rules/` (YAML, validated) into the JSON catalogue the package loads at start, and
-write the detector part of the published rule schema from the detector registry.
+write the detector and attribution parts of the published rule schema from their registries.
 
 Parsing every YAML file with the pure-Python loader is too slow for a command-line start, so the
 bundled rules ship pre-compiled; a test regenerates both files and fails when either is stale.
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trainmedic.catalogue.load import CATALOGUE_RESOURCE, DATA, SCHEMA_RESOURCE, load_pack
-from trainmedic.catalogue.rules import RuleError
+from trainmedic.catalogue.rules import ATTRIBUTIONS, RuleError
 from trainmedic.metrics.detectors.registry import DETECTORS
 
 RULES_DIR = Path(__file__).resolve().parents[3] / "rules"
@@ -34,8 +34,12 @@ def compile_rules(rules_dir: Path = RULES_DIR) -> str:
 
 
 def schema_text(current: str) -> str:
-    """The schema with its detector names and parameters as the registry declares them."""
+    """The schema with its detector names and parameters as the registry declares them, and
+    the attribution results a rule can fire from as the rules model declares them."""
     schema = json.loads(current)
+    schema["properties"]["attribution"]["properties"]["when"] = {
+        "enum": list(ATTRIBUTIONS),
+        "description": "; ".join(f"{name}: {means}" for name, means in ATTRIBUTIONS.items())}
     item = schema["properties"]["detectors"]["items"]["properties"]
     item["name"] = {"enum": list(DETECTORS),
                     "description": "; ".join(f"{name}: {d.MEANS}" for name, d in DETECTORS.items())}

@@ -114,6 +114,25 @@ class DetectorRef:
     advice: Advice | None = None
 
 
+WAITED_FOR = "waited-for-rank"
+ATTRIBUTIONS = {
+    WAITED_FOR: "no root-cause rule fired, and the rank attribution found the rank the others "
+                "waited for: its collective sequence number lags theirs, it alone is missing "
+                "from their timeout reports, or the launcher terminated it while they timed out "
+                "(and it raised nothing itself); the finding names that rank and cites the "
+                "lines that settle it",
+}
+
+
+@dataclass(frozen=True)
+class AttributionRef:
+    """The rule also fires from a result of the rank attribution, `when` (one of ATTRIBUTIONS),
+    with this weight as its confidence."""
+
+    when: str
+    weight: float
+
+
 @dataclass(frozen=True)
 class Example:
     text: str
@@ -151,6 +170,7 @@ class Rule:
     threshold: float = 0.5
     detectors: tuple[DetectorRef, ...] = ()
     metric_patterns: tuple[str, ...] = ()
+    attribution: AttributionRef | None = None
     source: str = ""
 
     @classmethod
@@ -197,6 +217,9 @@ class Rule:
                 for d in data.get("detectors", ())
             ),
             metric_patterns=tuple(m["pattern"] for m in data.get("metrics", ())),
+            attribution=AttributionRef(data["attribution"]["when"],
+                                       float(data["attribution"]["weight"]))
+            if data.get("attribution") else None,
             source=source,
         )
 

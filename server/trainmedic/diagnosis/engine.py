@@ -7,26 +7,28 @@ a log of any length gives the same answer as its failing part.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from trainmedic.catalogue.rules import Catalogue, Rule
-from trainmedic.diagnosis.attribution import attribute_ranks, chronological
+from trainmedic.catalogue.rules import WAITED_FOR, Catalogue, Rule
+from trainmedic.diagnosis.attribution import Attribution, attribute_ranks, chronological
+from trainmedic.diagnosis.unexplained import Afterwards, Raised, unexplained_failures
 from trainmedic.events.extract import EventExtractor
 from trainmedic.events.parallel import scans
 from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
 from trainmedic.logs.formats import Source
-from trainmedic.logs.launcher import LAUNCHER, read_report
+from trainmedic.logs.launcher import LAUNCHER, LauncherReport, read_report
 from trainmedic.logs.prefixes import rank_of_path
 from trainmedic.logs.reader import Chunk
 from trainmedic.matching.python import Matcher
 from trainmedic.metrics.series import MetricSeries, detector_key
-from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback
+from trainmedic.model import Diagnosis, Event, Finding, Hit, Line, Role, Traceback, Unexplained
 
 EVIDENCE_PER_FINGERPRINT = 8
-TRACEBACKS_KEPT = 64
+TRACEBACKS_KEPT = 64  # the first ones: where a multi-rank failure starts
+TRACEBACKS_RECENT = 16  # and the latest ones: where a long run ended
 LAUNCHER_FACTS_KEPT = 100_000
 # A finding this sure stays above a rule that outranks it, unless that rule's own confidence is
 # within OUTRANK_MARGIN of it: "more specific" is worth little when its evidence is weak.
@@ -46,18 +48,28 @@ class Evidence:
     """What a whole input said, accumulated in bounded memory."""
 
     rules: dict[str, _RuleEvidence] = field(default_factory=dict)
-    tracebacks: list[Traceback] = field(default_factory=list)
+    raised: list[Raised] = field(default_factory=list)
+    recent: deque[Raised] = field(default_factory=lambda: deque(maxlen=TRACEBACKS_RECENT))
     ranks_seen: set[int] = field(default_factory=set)
     paths: list[str] = field(default_factory=list)
     launcher: list[tuple[Line, Hit]] = field(default_factory=list)
     metrics: MetricSeries = field(default_factory=lambda: MetricSeries.for_keys(()))
+    line_counts: dict[str, int] = field(default_factory=dict)
+    last_sample: dict[str, dict[int | None, int]] = field(default_factory=dict)
+
+    @property
+    def tracebacks(self) -> list[Traceback]:
+        """The first tracebacks, in the order they ended."""
+        return [r.traceback for r in self.raised]
 
     def add(self, event: Event) -> None:
         line = event.line
         if line.rank is not None:
             self.ranks_seen.add(line.rank)
-        if event.traceback is not None and len(self.tracebacks) < TRACEBACKS_KEPT:
-            self.tracebacks.append(event.traceback)
+        if event.traceback is not None:
+            raised = Raised(event.traceback, line,
+                            frozenset(h.rule_id for h in event.hits if h.rule_id != LAUNCHER))
+            (self.raised if len(self.raised) < TRACEBACKS_KEPT else self.recent).append(raised)
         for hit in event.hits:
             if hit.rule_id == LAUNCHER:
                 if len(self.launcher) < LAUNCHER_FACTS_KEPT:
@@ -176,14 +188,42 @@ def _ordered(findings: list[Finding], catalogue: Catalogue,
     return findings
 
 
+def attributed(catalogue: Catalogue, attribution: Attribution,
+               findings: list[Finding]) -> list[Finding]:
+    """Findings of the rules fired by the rank attribution itself (`attribution` in a rule):
+    when no root-cause rule fired and the attribution found the rank the others waited for."""
+    if attribution.rank is None or not attribution.waited_for or \
+            any(f.role is Role.ROOT for f in findings):
+        return []
+    rank, lines = attribution.rank, attribution.waited_for
+    own = next(((rank, line) for line in lines if line.rank == rank), None)
+    return [Finding(rule.id, rule.role, rank, rule.attribution.weight, lines,
+                    (own,) if own else ())
+            for rule in catalogue.rules
+            if rule.attribution is not None and rule.attribution.when == WAITED_FOR
+            and rule.attribution.weight >= rule.threshold]
+
+
 def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
+    order = {p: i for i, p in enumerate(evidence.paths)}
     findings = score(evidence, catalogue)
-    attribution = attribute_ranks(findings, evidence.ranks_seen, read_report(evidence.launcher),
-                                  {p: i for i, p in enumerate(evidence.paths)})
+    report = read_report(evidence.launcher)
+    failures = _unexplained(evidence, findings, report, order)
+    attribution = attribute_ranks(findings, evidence.ranks_seen, report, order, failures)
+    fired = attributed(catalogue, attribution, findings)
+    if fired:
+        findings = _ordered([*fired, *findings], catalogue, order)
+        failures = _unexplained(evidence, findings, report, order)
     return Diagnosis(tuple(findings), attribution.rank, attribution.ranks,
                      reason=attribution.reason, tracebacks=tuple(evidence.tracebacks),
                      series=evidence.metrics.plots(),
-                     failure_order=attribution.failure_order)
+                     failure_order=attribution.failure_order, unexplained=failures)
+
+
+def _unexplained(evidence: Evidence, findings: list[Finding], report: LauncherReport,
+                 order: dict[str, int]) -> tuple[Unexplained, ...]:
+    return unexplained_failures([*evidence.raised, *evidence.recent], findings, report,
+                                Afterwards(evidence.line_counts, evidence.last_sample), order)
 
 
 class Diagnoser:
@@ -216,6 +256,7 @@ class Diagnoser:
     def restart(self, path: str) -> None:
         """The source was rewritten: what comes next is its first line again."""
         self.next_line.pop(path, None)
+        self.evidence.last_sample.pop(path, None)
         self.extractor.sources.pop(path, None)
 
     def read(self, source: Source) -> None:
@@ -237,10 +278,13 @@ class Diagnoser:
         """The next scan of its source, in order."""
         first = self.next_line.get(scan.path, 1)
         self.next_line[scan.path] = first + scan.lines
+        self.evidence.line_counts[scan.path] = first + scan.lines - 1
         self.census |= scan.ranks
+        last_sample = self.evidence.last_sample.setdefault(scan.path, {})
         for sample, line in scan.samples:
-            self.evidence.metrics.feed(sample, Line(line.path, first + line.number, line.text,
-                                                    line.rank))
+            number = first + line.number
+            self.evidence.metrics.feed(sample, Line(line.path, number, line.text, line.rank))
+            last_sample[line.rank] = number
         for event in self.extractor.extract(scan, first, self.times.get(scan.path)):
             self.evidence.add(event)
         self.bytes_read += scan.size

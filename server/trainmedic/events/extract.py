@@ -33,10 +33,13 @@ class _Source:
 
 def _tracebacks(scan: ChunkScan, first_line: int,
                 source: _Source) -> dict[int, tuple[Line, Traceback]]:
-    """Feed the lines from each traceback start to the assembler; completed blocks by line."""
+    """Feed the lines from each traceback start to the assembler; completed blocks by line.
+
+    A source's first line is fed too: the text may start inside a traceback (a selection)."""
     done = {}
     starts = scan.block_starts
-    number = 0 if source.tracebacks.is_open else (starts[0] if starts else scan.lines)
+    number = 0 if source.tracebacks.is_open or first_line == 1 else \
+        (starts[0] if starts else scan.lines)
     while number < scan.lines:
         budget = MAX_BLOCK_LINES
         while number < scan.lines and budget:

@@ -1,7 +1,9 @@
 """Python tracebacks as units: header, frames, exception line, and the chain between them.
 
 Lines of several ranks interleave, so one block is kept open per rank and closed by the first
-exception line of that rank.
+exception line of that rank. A pasted selection often starts below the header: when a rank's
+first line in a source's first HEADLESS_SPAN lines is a frame or an indented source line, a
+block is open from there, and it counts only if it shows a frame.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ CHAIN_MARKERS = (
     "The above exception was the direct cause of the following exception:",
 )
 _FRAME = re.compile(r'\s+File "([^"]*)", line (\d+)(?:, in (.+))?')
+_HEADLESS_FRAME = re.compile(r'\s*File "[^"]*", line \d+')
 _EXCEPTION = re.compile(
     r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Timeout|Hit|Warning|"
     r"Unsupported|Abort)\w*|[a-z_]\w*(?:\.[a-z_]\w*)+\.[A-Z]\w*)(?::\s?(.*))?$"
 )
 MARKERS = (HEADER, *CHAIN_MARKERS)
 MAX_BLOCK_LINES = 500
+HEADLESS_SPAN = 50
 
 
 @dataclass
@@ -31,6 +35,7 @@ class _Open:
     frames: list[str] = field(default_factory=list)
     cause: Traceback | None = None
     seen: int = 0
+    headless: bool = False  # opened below a header that is not in the text
 
 
 class TracebackAssembler:
@@ -40,6 +45,7 @@ class TracebackAssembler:
         self._open: dict[int | None, _Open] = {}
         self._last: dict[int | None, Traceback] = {}
         self._chained: set[int | None] = set()
+        self._seen: set[int | None] = set()  # ranks whose first line has been fed
 
     @property
     def is_open(self) -> bool:
@@ -57,6 +63,11 @@ class TracebackAssembler:
             self._chained.add(key)
             return None
         block = self._open.get(key)
+        if block is None and key not in self._seen and line.number <= HEADLESS_SPAN and (
+                _HEADLESS_FRAME.match(body) or (body[:1].isspace() and stripped)):
+            block = self._open[key] = _Open(line.number, headless=True)
+            body = " " + body.lstrip()  # a frame pasted without its indent is still a frame
+        self._seen.add(key)
         if block is None:
             return None
         block.seen += 1
@@ -72,6 +83,8 @@ class TracebackAssembler:
         if match is None:
             return None
         del self._open[key]
+        if block.headless and not block.frames:
+            return None
         done = Traceback(
             rank=key,
             first_line=block.first_line,

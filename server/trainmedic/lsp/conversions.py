@@ -1,7 +1,8 @@
 """Diagnosis → LSP diagnostics on the evidence lines, and the per-line index hovers read.
 
 The root cause gets an Error on the initiating rank's first failure line; every other evidence
-line gets the collateral severity and a link back to that line. Line numbers are mapped from
+line gets the collateral severity and a link back to that line; a failure no rule explains gets
+a Warning on its line (code `unexplained`). Line numbers are mapped from
 the core's (lines split on newlines only, a `\\r` overwrite resolved to its last text) to the
 editor's, which also breaks lines at a lone `\\r`: by `LineMap` over a text in memory, by
 `LineIndex` over a file read as it grows.
@@ -18,8 +19,10 @@ from pygls.workspace import PositionCodec
 
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.model import Diagnosis, Finding, Line
+from trainmedic.render.unexplained import HEADLINE, failure_text
 
 SOURCE = "trainmedic"
+UNEXPLAINED = "unexplained"
 ENTRY_URL = "https://trainmedic.dev/rules/{}"
 
 SEVERITIES = {
@@ -190,5 +193,11 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, lines: Pos
             else:
                 message = f"Collateral{_on(rank)}: {title}{tail}"
             add(finding, line, message, False)
+    words = HEADLINE if root is None else "Failed, with nothing in the catalogue to explain it: "
+    for failure in diagnosis.unexplained:
+        diagnostics.append(types.Diagnostic(
+            range=lines.place(failure.line), message=words + failure_text(failure), source=SOURCE,
+            code=UNEXPLAINED, severity=types.DiagnosticSeverity.Warning,
+            data={"exception": failure.exception, "rank": failure.rank}))
     return Published(diagnosis, catalogue, tuple(diagnostics),
                      {n: tuple(f) for n, f in findings_at.items()})

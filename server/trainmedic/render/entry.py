@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainmedic.catalogue.rules import Rule
+from trainmedic.catalogue.rules import ATTRIBUTIONS, Rule
 from trainmedic.metrics.detectors.registry import DETECTORS
 
 
@@ -30,7 +30,9 @@ def _fingerprints(rule: Rule) -> tuple[str, ...]:
               + f"): {fp.pattern}" for fp in rule.fingerprints),
             *(f"{d.name} (metric detector, weight {d.weight}"
               + "".join(f", {k}={v:g}" for k, v in d.params) + f"): {DETECTORS[d.name].MEANS}"
-              for d in rule.detectors))
+              for d in rule.detectors),
+            *((f"{a.when} (rank attribution, weight {a.weight}): {ATTRIBUTIONS[a.when]}",)
+              if (a := rule.attribution) is not None else ()))
 
 
 def _monitor(rule: Rule) -> Section:

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from trainmedic.catalogue.rules import Catalogue, Rule
-from trainmedic.model import Diagnosis, Finding, Plot
+from trainmedic.model import Diagnosis, Finding, Plot, Unexplained
 from trainmedic.render.redact import evidence_text
 
 
@@ -35,6 +35,18 @@ def rule_dict(rule: Rule) -> dict[str, Any]:
             "verify": rule.verify_command, "related": list(rule.related)}
 
 
+def unexplained_dict(failure: Unexplained, secrets: bool = False) -> dict[str, Any]:
+    """One failure no rule explains; message and evidence are redacted unless `secrets`."""
+    line = failure.line
+    return {
+        "exception": failure.exception,
+        "message": evidence_text(failure.message, secrets),
+        "rank": failure.rank,
+        "evidence": {"path": line.path, "line": line.number,
+                     "text": evidence_text(line.text, secrets)},
+    }
+
+
 def plot_dict(plot: Plot) -> dict[str, Any]:
     """One metric's series: its rank, [x, value] points (null for NaN/inf), anomalies."""
     return {
@@ -52,6 +64,7 @@ def to_dict(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -
         "initiating_reason": diagnosis.reason,
         "diagnoses": [finding_dict(f, catalogue.by_id[f.rule_id], secrets)
                       for f in diagnosis.findings],
+        "unexplained": [unexplained_dict(u, secrets) for u in diagnosis.unexplained],
         "ranks": {
             str(rank): {
                 "status": report.status.value,

@@ -7,6 +7,7 @@ from collections import Counter
 from trainmedic.catalogue.rules import Catalogue, Rule
 from trainmedic.model import Diagnosis, Finding, Role
 from trainmedic.render.entry import Section, sections
+from trainmedic.render.unexplained import HEADLINE, failure_text
 
 
 def _section(section: Section) -> str:
@@ -61,6 +62,15 @@ def finding_markdown(finding: Finding, diagnosis: Diagnosis, catalogue: Catalogu
 
 def diagnosis_markdown(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
     """The root cause entry for the results panel; a plain statement when there is none."""
+    rank = diagnosis.initiating_rank
+    reason = f"\n**Initiating rank:** {'none' if rank is None else rank}. {diagnosis.reason}\n" \
+        if diagnosis.reason else ""
+    failed = diagnosis.unexplained
+    if not diagnosis.root_causes and failed:
+        what = failure_text(failed[0]).replace("`", "'")
+        collateral = finding_markdown(diagnosis.findings[0], diagnosis, catalogue) \
+            if diagnosis.findings else ""
+        return f"**{HEADLINE}**`{what}`\n\n" + collateral + reason
     head = ""
     anomalies = diagnosis.unexplained_anomalies
     if not diagnosis.root_causes and anomalies:
@@ -73,7 +83,4 @@ def diagnosis_markdown(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
     if not diagnosis.root_causes:
         head += "No root cause found: only collateral failures (another rank or layer failed " \
             "without saying why in this text).\n\n"
-    rank = diagnosis.initiating_rank
-    reason = f"\n**Initiating rank:** {'none' if rank is None else rank}. {diagnosis.reason}\n" \
-        if diagnosis.reason else ""
     return head + finding_markdown(top, diagnosis, catalogue) + reason

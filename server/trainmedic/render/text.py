@@ -6,10 +6,11 @@ import textwrap
 from collections import Counter
 
 from trainmedic.catalogue.rules import Catalogue, Rule
-from trainmedic.model import Diagnosis, Line, Role
+from trainmedic.model import Diagnosis, Line, Role, Unexplained
 from trainmedic.render.entry import Section, sections
 from trainmedic.render.redact import evidence_text
 from trainmedic.render.sparkline import sparkline_rows
+from trainmedic.render.unexplained import HEADLINE, failure_text
 
 TEXT_EVIDENCE = 6
 TEXT_WIDTH = 160
@@ -60,45 +61,56 @@ def _timeline(diagnosis: Diagnosis) -> list[str]:
     return out
 
 
+def _failures(failures: tuple[Unexplained, ...], lead: str, secrets: bool) -> list[str]:
+    """Failures no rule explains, each with its line."""
+    out = []
+    for failure in failures:
+        out.append(lead + failure_text(failure, secrets))
+        out.extend(_evidence_lines((failure.line,), secrets))
+    return out
+
+
 def _indent(text: str, prefix: str = "    ") -> list[str]:
     return [prefix + line if line else "" for line in text.strip().splitlines()]
+
+
+def _root_cause(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool) -> list[str]:
+    """The first root cause: what it is, the initiating rank, proof, fix and verification."""
+    top = diagnosis.root_causes[0]
+    rule = catalogue.by_id[top.rule_id]
+    advice = rule.advice(top.matched)
+    rank = diagnosis.initiating_rank
+    out = [f"Root cause: {rule.title}  [{rule.id}, confidence {top.confidence:.2f}]",
+           f"Initiating rank: {rank if rank is not None else 'not determined'}"]
+    if diagnosis.reason:
+        out.extend(_wrap(f"({diagnosis.reason})", "  "))
+    return [*out, "", *_wrap(rule.summary), "", "Evidence:",
+            *_evidence_lines(top.evidence, secrets), "", "Fix:", *_indent(advice.fix), "",
+            f"Verify:  {advice.verify_command}", *_wrap(advice.verify_explains, "    ")]
+
+
+def _no_root_cause(diagnosis: Diagnosis, secrets: bool) -> list[str]:
+    """The headline without a root cause: the first failure or metric anomaly no rule explains."""
+    if diagnosis.unexplained:
+        return _failures(diagnosis.unexplained[:1], HEADLINE, secrets)
+    anomalies = diagnosis.unexplained_anomalies
+    if anomalies:
+        out = [f"No known root cause; unexplained metric anomaly: {anomalies[0].means} "
+               f"({anomalies[0].line.path}:{anomalies[0].line.number})"]
+    else:
+        out = ["No root cause found."]
+    if diagnosis.findings:
+        out.append("Collateral failures only (another rank or layer failed without saying "
+                   "why in this input):")
+    return out
 
 
 def render_text(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -> str:
     """What a person reads in a terminal: the root cause first, with proof and a fix."""
     roots = diagnosis.root_causes
-    unexplained = diagnosis.unexplained_anomalies
-    out: list[str] = []
-    if not roots:
-        if unexplained:
-            anomaly = unexplained[0]
-            out.append(f"No known root cause; unexplained metric anomaly: {anomaly.means} "
-                       f"({anomaly.line.path}:{anomaly.line.number})")
-        else:
-            out.append("No root cause found.")
-        if diagnosis.findings:
-            out.append("Collateral failures only (another rank or layer failed without saying "
-                       "why in this input):")
-    else:
-        top = roots[0]
-        rule = catalogue.by_id[top.rule_id]
-        advice = rule.advice(top.matched)
-        out.append(f"Root cause: {rule.title}  [{rule.id}, confidence {top.confidence:.2f}]")
-        rank = diagnosis.initiating_rank
-        out.append(f"Initiating rank: {rank if rank is not None else 'not determined'}")
-        if diagnosis.reason:
-            out.extend(_wrap(f"({diagnosis.reason})", "  "))
-        out.append("")
-        out.extend(_wrap(rule.summary))
-        out.append("")
-        out.append("Evidence:")
-        out.extend(_evidence_lines(top.evidence, secrets))
-        out.append("")
-        out.append("Fix:")
-        out.extend(_indent(advice.fix))
-        out.append("")
-        out.append(f"Verify:  {advice.verify_command}")
-        out.extend(_wrap(advice.verify_explains, "    "))
+    out = _root_cause(diagnosis, catalogue, secrets) if roots else \
+        _no_root_cause(diagnosis, secrets)
+    failures = diagnosis.unexplained if roots else diagnosis.unexplained[1:]
     others = [f for f in diagnosis.findings if not roots or f is not roots[0]]
     if others:
         out.append("")
@@ -112,12 +124,16 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = Fals
             first = finding.first
             out.append(f"    {first.path}:{first.number}: "
                        f"{_clip(evidence_text(first.text, secrets).strip())}")
+    if failures:
+        out.extend(["", "Also failed, with nothing in the catalogue to explain it:",
+                    *_failures(failures, "  - ", secrets)])
     if not roots and diagnosis.initiating_rank is not None:
         out.append("")
         out.append(f"Initiating rank: {diagnosis.initiating_rank}")
         out.extend(_wrap(f"({diagnosis.reason})", "  "))
     out.extend(_timeline(diagnosis))
-    out.extend(sparkline_rows(diagnosis.series, {a.detector for a in unexplained}))
+    out.extend(sparkline_rows(diagnosis.series,
+                              {a.detector for a in diagnosis.unexplained_anomalies}))
     for warning in diagnosis.warnings:
         out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"
