@@ -39,6 +39,14 @@ def accepted(case: dict[str, Any]) -> set[str]:
     return {case["expected"], *(case.get("also_ok") or [])}
 
 
+def right_first(path: Path, case: dict[str, Any]) -> bool:
+    """The first finding is the label's, or is the root cause the rank attribution fired
+    (collective-hang, which labels written before it existed name by the symptom after it)."""
+    ids = [f.rule_id for f in diagnosis_of(path).findings]
+    via = len(ids) > 1 and CATALOGUE.by_id[ids[0]].attribution is not None
+    return bool(ids) and (ids[0] in accepted(case) or (via and ids[1] in accepted(case)))
+
+
 FOUNDING_CASES = [c for c in labelled_cases() if c[1]["expected"] in FOUNDING]
 
 
@@ -50,15 +58,18 @@ def test_founding_entries_come_first(path: Path | None, case: dict[str, Any]) ->
 
 
 @pytest.mark.parametrize("path", healthy_logs() or [MISSING], ids=case_id)
-def test_healthy_runs_have_no_root_cause(path: Path | None) -> None:
-    assert diagnosis_of(need(path)).root_causes == ()
+def test_healthy_runs_have_no_root_cause_and_nothing_unexplained(path: Path | None) -> None:
+    diagnosis = diagnosis_of(need(path))
+    assert diagnosis.root_causes == ()
+    assert diagnosis.unexplained == ()
+    assert diagnosis.unexplained_anomalies == ()
 
 
 @pytest.mark.parametrize("folder", labelled_folders() or [MISSING], ids=lambda f: str(f.name)
                          if isinstance(f, Path) else "")
 def test_first_diagnosis_accuracy_in_every_folder(folder: Path | None) -> None:
     cases = [(path, case) for path, case in labelled_cases() if path.parent == need(folder)]
-    right = [first_id(path) in accepted(case) for path, case in cases]
+    right = [right_first(path, case) for path, case in cases]
     assert len(right) >= 10
     assert sum(right) / len(right) >= FOLDER_ACCURACY, f"{sum(right)}/{len(right)}"
 
