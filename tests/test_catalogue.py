@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,13 @@ def test_a_rule_fired_by_attribution_is_declared_and_checked(tmp_path: Path) -> 
     fired = load([write_rule(tmp_path / "ok", VALID + "attribution:\n  when: waited-for-rank\n"
                                                       "  weight: 0.6\n")])
     assert fired.by_id["amp-bf16-vs-fp16"].attribution is not None
+
+
+FRAMEWORK_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+ (?:v?\d[\w.+-]*|main|master) [\w./-]+")
+
+
+@pytest.mark.parametrize("rule_id", sorted(CATALOGUE.by_id))
+def test_each_rule_cites_where_its_messages_come_from(rule_id: str) -> None:
+    """At least one real message of every rule is cited as `owner/repo version path`."""
+    sources = [example.source for example in CATALOGUE.by_id[rule_id].examples_match]
+    assert any(FRAMEWORK_SOURCE.match(source) for source in sources), sources
