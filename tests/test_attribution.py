@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from synthetic import LAYOUTS, PREFIXES, Job, interleaved, per_rank_files
 
 from trainmedic.catalogue.load import bundled
@@ -196,3 +197,132 @@ def test_the_first_unexplained_failure_names_the_rank_when_no_finding_does() -> 
     assert diagnosis.initiating_rank == 3
     assert diagnosis.reason.startswith("rank 3 failed first, with IndexError (job.log:")
     assert diagnosis.failure_order == (3, 0)
+
+
+LAUNCHER_FIXTURES = FIXTURES / "launchers"
+# What each injected fault leaves to go by: a rank that dies by a signal says nothing, its
+# launcher does; a raising rank's error comes first; a hung rank is the one the others miss.
+BASIS_OF_FAULT = {"kill": "exited-by-itself", "raise": "first-root-cause",
+                  "hang": "missing-from-reports"}
+
+
+def launcher_fixtures() -> list[dict[str, object]]:
+    cases: list[dict[str, object]] = yaml.safe_load(
+        (LAUNCHER_FIXTURES / "labels.yaml").read_text("utf-8"))
+    return cases
+
+
+@pytest.mark.parametrize("case", launcher_fixtures(), ids=lambda c: str(c["file"]))
+def test_real_launcher_fixture(case: dict[str, object], capsys: pytest.CaptureFixture[str]
+                               ) -> None:
+    """Real torchrun and torch.multiprocessing.spawn output (bench/launcher_fixtures.py)."""
+    from trainmedic.cli import main
+
+    assert main(["diagnose", str(LAUNCHER_FIXTURES / str(case["file"])), "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["initiating_rank"] == case["initiating_rank"], result["initiating_reason"]
+    assert result["initiating_basis"] == BASIS_OF_FAULT[str(case["fault"])]
+    assert result["ranks"][str(case["initiating_rank"])]["status"] == "failed-first"
+
+
+def attribution_of(text: str) -> tuple[int | None, str, dict[int, str]]:
+    diagnosis = diagnose_text(text, CATALOGUE, "job.log")
+    return (diagnosis.initiating_rank, diagnosis.initiating_basis.value,
+            {rank: report.status.value for rank, report in diagnosis.ranks.items()})
+
+
+# corpus more/distributed/014.log (Tencent-Hunyuan/HunyuanVideo#114): rank 0's NCCL error, but
+# the agent stops rank 0 (pid 6832, still running) after rank 1 had exited by itself.
+PEER_LOSS = """\
+[rank0]:     work = group.alltoall_base(
+[rank0]: RuntimeError: NCCL Error 2: unhandled system error (run with NCCL_DEBUG=INFO for details)
+W1211 08:26:06.780000 139773546530624 torch/distributed/elastic/multiprocessing/api.py:858] \
+Sending process 6832 closing signal SIGTERM
+E1211 08:26:06.844000 139773546530624 torch/distributed/elastic/multiprocessing/api.py:833] \
+failed (exitcode: 1) local_rank: 1 (pid: 6833) of binary: /opt/conda/envs/myenv/bin/python
+"""
+
+
+def test_launcher_beats_a_peer_loss_error_of_a_rank_it_stopped() -> None:
+    rank, basis, statuses = attribution_of(PEER_LOSS)
+    assert (rank, basis) == (1, "exited-by-itself")
+    assert statuses[0] == "failed-collateral"
+
+
+def test_a_rank_own_error_against_the_launcher_order_is_undetermined() -> None:
+    # corpus more/distributed/025.log (wbfwonderful/Vad-R1#11): rank 2's OOM is shown, yet the
+    # agent saw rank 1 exit first (its error is not in the excerpt)
+    text = """\
+[rank2]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 14.06 GiB. GPU 2 has a \
+total capacity of 79.25 GiB of which 6.96 GiB is free.
+W0330 21:37:33.868000 155011 site-packages/torch/distributed/elastic/multiprocessing/api.py:897] \
+Sending process 155026 closing signal SIGTERM
+W0330 21:37:33.872000 155011 site-packages/torch/distributed/elastic/multiprocessing/api.py:897] \
+Sending process 155028 closing signal SIGTERM
+E0330 21:37:34.807000 155011 site-packages/torch/distributed/elastic/multiprocessing/api.py:869] \
+failed (exitcode: 1) local_rank: 1 (pid: 155027) of binary: /usr/bin/python3.11
+"""
+    rank, basis, statuses = attribution_of(text)
+    assert (rank, basis) == (None, "undetermined")
+    assert statuses == {1: "failed", 2: "failed"}
+
+
+def test_ranks_killed_by_one_signal_together_are_alike() -> None:
+    # corpus more/distributed/041.log (hiyouga/LlamaFactory#2206): every rank SIGBUS at once
+    entry = "  time      : 2024-01-16_18:04:01\n  rank      : {0} (local_rank: {0})\n" \
+            "  exitcode  : -7 (pid: 1661{0})\n  traceback : Signal 7 (SIGBUS) received by " \
+            "PID 1661{0}\n"
+    text = ("Failures:\n" + "".join(f"[{r}]:\n" + entry.format(r) for r in (1, 2, 3))
+            + "Root Cause (first observed failure):\n[0]:\n" + entry.format(0))
+    rank, basis, statuses = attribution_of(text)
+    assert (rank, basis) == (None, "all-ranks-alike")
+    assert set(statuses.values()) == {"failed"}
+
+
+def test_one_rank_in_the_input_is_not_said_to_fail_first() -> None:
+    # corpus more/numerics/020.log (Megatron): only rank 3 is named
+    text = ("Traceback (most recent call last):\n"
+            "  File \"megatron/optimizer/clip_grads.py\", line 78, in clip_grad_norm_fp32\n"
+            "AssertionError: Rank 3: found NaN in local grad norm in backwards pass. Device: 3, "
+            "node: gpu-node-01\n")
+    rank, basis, statuses = attribution_of(text)
+    assert (rank, basis) == (3, "only-rank-in-input")
+    assert statuses == {3: "failed"}
+
+
+def test_one_node_of_several_does_not_settle_the_rank() -> None:
+    # corpus real-a/044.log: the second node's agent saw its rank 4 exit; rank 0 on the first
+    # node times out 10 minutes later: other nodes' agents are not in the input
+    text = """\
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-08-20_11:37:36
+  host      : workergpu008.cm.cluster
+  rank      : 4 (local_rank: 0)
+  exitcode  : 1 (pid: 793062)
+srun: error: workergpu008: task 1: Exited with exit code 1
+[rank0]:[E820 11:47:24.069865760 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective \
+operation timeout: WorkNCCL(SeqNum=2, OpType=_ALLGATHER_BASE, NumelIn=1, NumelOut=2, \
+Timeout(ms)=600000) ran for 600005 milliseconds before timing out.
+"""
+    rank, basis, _ = attribution_of(text)
+    assert (rank, basis) == (None, "undetermined")
+
+
+def test_spawn_relays_the_child_error_to_its_rank() -> None:
+    # corpus more/distributed/020.log (hpcaitech/ColossalAI#1320), behind pytest's "E   "
+    text = """\
+E       torch.multiprocessing.spawn.ProcessRaisedException:
+E
+E       -- Process 3 terminated with the following error:
+E       Traceback (most recent call last):
+E         File "/usr/local/lib/python3.9/site-packages/torch/multiprocessing/spawn.py", line 59, \
+in _wrap
+E           fn(i, *args)
+E       RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1191, \
+unhandled system error, NCCL version 2.10.3
+"""
+    rank, basis, statuses = attribution_of(text)
+    # the error is rank 3's, but a lost peer could have caused it: nothing says it came first
+    assert (rank, basis) == (3, "only-rank-in-input")
+    assert statuses == {3: "failed"}

@@ -25,8 +25,10 @@ def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[s
 def test_json_contract_on_the_bundled_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagnose", str(EXAMPLE), "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result) >= {"initiating_rank", "diagnoses", "ranks"}
+    assert set(result) >= {"initiating_rank", "initiating_basis", "initiating_reason",
+                           "diagnoses", "ranks"}
     assert result["initiating_rank"] == 2
+    assert result["initiating_basis"] == "first-root-cause"
     first = result["diagnoses"][0]
     assert set(first) >= {"rule_id", "title", "role", "confidence", "rank", "evidence", "fix",
                           "verify"}
@@ -55,7 +57,7 @@ def test_text_output_names_cause_rank_fix_and_verification(
     assert main(["diagnose", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out
     assert "Root cause: Mixed precision loss scale" in out
-    assert "Initiating rank: 2" in out
+    assert "Initiating rank: 2 (its root-cause error came before any other rank's)" in out
     assert "Fix:" in out
     assert "GradScaler" in out
     assert "Verify:  trainmedic probe amp" in out
@@ -71,8 +73,8 @@ def test_stdin_and_exit_code_flag() -> None:
                   stdin=b"step 1 loss 2.0\nstep 2 loss 1.9\n")
     assert healthy.returncode == 0
     assert json.loads(healthy.stdout) == {
-        "initiating_rank": None, "initiating_reason": "", "diagnoses": [], "unexplained": [],
-        "ranks": {},
+        "initiating_rank": None, "initiating_basis": "undetermined", "initiating_reason": "",
+        "diagnoses": [], "unexplained": [], "ranks": {},
         "series": {"loss": {"rank": None, "points": [[1.0, 2.0], [2.0, 1.9]], "anomalies": []}}}
 
 
@@ -188,3 +190,26 @@ def test_doctor_reports_the_backend_the_processes_and_the_catalogue(
     backend = next(line for line in lines if line.startswith("matcher backend: "))
     assert ("hyperscan" in backend and str(tmp_path) in backend) or "python-re" in backend
     assert any(line.startswith("processes: ") for line in lines)
+
+
+def test_text_output_says_how_the_rank_was_chosen(capsys: pytest.CaptureFixture[str]) -> None:
+    # torch.multiprocessing.spawn's report of a child killed by SIGKILL
+    path = ROOT / "tests" / "fixtures" / "launchers" / "spawn-kill.log"
+    assert main(["diagnose", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Initiating rank: 2 (the launcher saw it end by itself and then stopped the others)" \
+        in out
+    assert "torch.multiprocessing.spawn saw rank 2 end by itself (signal 9" in out
+
+
+def test_text_output_says_why_no_rank_is_blamed(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    # three ranks raising the same error at once (the shape error of the torchrun fixtures)
+    log = tmp_path / "alike.log"
+    log.write_text("".join(
+        f"[rank{r}]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x7 and 8x1)\n"
+        for r in range(3)), "utf-8")
+    assert main(["diagnose", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "Initiating rank: not determined (every rank failed alike, so no single rank " \
+           "started it)" in out

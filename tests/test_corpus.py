@@ -18,11 +18,12 @@ from shared_files import (
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.logs.inputs import opened
-from trainmedic.model import Diagnosis
+from trainmedic.model import Basis, Diagnosis
 
 CATALOGUE = bundled()
 FOUNDING = {"amp-loss-scale", "amp-bf16-vs-fp16"}
 FOLDER_ACCURACY = 0.9  # the first diagnosis, in every folder
+UNCLAIMED = {Basis.ONLY_RANK_IN_INPUT, Basis.ALL_RANKS_ALIKE, Basis.UNDETERMINED}
 
 
 def diagnosis_of(path: Path) -> Diagnosis:
@@ -80,13 +81,26 @@ def test_corpus_is_present() -> None:
 
 
 def test_initiating_rank_accuracy_on_labelled_multi_rank_logs() -> None:
-    """On the first-round folders; the later folders' launchers are measured by
-    bench/initiating_rank.py until the rank attribution reads them."""
+    """On every folder: the rank of every log whose label settles it."""
     cases = labelled_cases()
     need(cases[0][0] if cases else None)
     labelled = [(path, case) for path, case in cases
-                if case.get("multi_rank") and case.get("initiating_rank") is not None
-                and path.parent.parent.name == "corpus"]
+                if case.get("multi_rank") and case.get("initiating_rank") is not None]
     right = sum(diagnosis_of(path).initiating_rank == case["initiating_rank"]
                 for path, case in labelled)
+    assert len(labelled) >= 30
     assert right / len(labelled) >= 0.95, f"{right}/{len(labelled)}"
+
+
+def test_no_rank_is_claimed_where_the_label_settles_none() -> None:
+    """On multi-rank logs labelled `initiating_rank: null`: no rank, or a basis that claims no
+    order (only-rank-in-input, all-ranks-alike, undetermined)."""
+    cases = labelled_cases()
+    need(cases[0][0] if cases else None)
+    unsettled = [path for path, case in cases
+                 if case.get("multi_rank") and case.get("initiating_rank") is None]
+    claims = [str(path) for path in unsettled
+              if (d := diagnosis_of(path)).initiating_rank is not None
+              and d.initiating_basis not in UNCLAIMED]
+    assert len(unsettled) >= 30
+    assert len(claims) / len(unsettled) <= 0.1, claims

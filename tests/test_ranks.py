@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from trainmedic.logs.prefixes import PREFIXES, Prefix, census, parse_rank
+from trainmedic.logs.prefixes import (
+    PREFIXES,
+    RELAYS,
+    Prefix,
+    Relay,
+    census,
+    parse_rank,
+    relayed_rank,
+)
 
 
 @pytest.mark.parametrize(
@@ -22,6 +30,14 @@ from trainmedic.logs.prefixes import PREFIXES, Prefix, census, parse_rank
         ("[Rank 4] Collecting rollouts", 4, "[Rank 4] Collecting rollouts"),
         ("node1:2345:2400 [6] NCCL INFO Bootstrap", 6, "node1:2345:2400 [6] NCCL INFO Bootstrap"),
         ("OVERFLOW! Rank 0 Skipping step.", 0, "OVERFLOW! Rank 0 Skipping step."),
+        # Ray Train worker prefix (no rank) before the script's own "[Worker:0]" (corpus
+        # more/distributed/036.log, ray-project/ray#31828)
+        ("(RayTrainWorker pid=1942, ip=100.97.252.234) 17-Jan-23 17:21:19 [Worker:0] [INFO] "
+         "Returning from train func!!", 0,
+         "(RayTrainWorker pid=1942, ip=100.97.252.234) 17-Jan-23 17:21:19 [Worker:0] [INFO] "
+         "Returning from train func!!"),
+        # a quoted paste: the prefix is no longer first, the rank is read in the text
+        ("> [rank: 7] Seed set to 1054328241", 7, "> [rank: 7] Seed set to 1054328241"),
     ],
 )
 def test_rank_is_found(text: str, rank: int, body: str) -> None:
@@ -36,6 +52,12 @@ def test_rank_is_found(text: str, rank: int, body: str) -> None:
         "local_rank: 1 (pid: 2020) of binary: /opt/venv/bin/python3",
         "{'loss': 1.89, 'grad_norm': 0.37, 'epoch': 0.05}",
         "W1129 18:17:15.880000 24658 torch/distributed/run.py:874] ****",
+        # DeepSpeed's launcher prints the last local rank's command whatever rank failed
+        # (corpus more/distributed/009.log, deepspeedai/DeepSpeedExamples#626)
+        "[2023-07-10 04:26:35,999] [ERROR] [launch.py:324:sigkill_handler] ['/venv/bin/python3.10'"
+        ", '-u', 'trainCLM.py', '--local_rank=1', '--deepspeed'] exits with return code = -11",
+        "(VllmWorkerProcess pid=1791036) INFO 11-12 10:04:49 multiproc_worker_utils.py:215]",
+        "DataLoader worker (pid 21) is killed by signal: Killed.",
     ],
 )
 def test_no_rank_is_invented(text: str) -> None:
@@ -47,8 +69,35 @@ def test_every_registered_prefix_reads_its_example(prefix: Prefix) -> None:
     rank, body = parse_rank(prefix.example)
     assert rank == prefix.rank
     assert prefix.example.endswith(body)
-    assert len(body) < len(prefix.example)  # the prefix is cut
+    if prefix.pattern.startswith("(?="):
+        assert body == prefix.example  # a look-ahead leaves the line whole (its time too)
+    else:
+        assert len(body) < len(prefix.example)  # the prefix is cut
     assert census("some output\n" + prefix.example) >= {prefix.rank}
+
+
+@pytest.mark.parametrize("prefix", [p for p in PREFIXES if not p.pattern.startswith("(?=")],
+                         ids=lambda p: p.launcher)
+def test_every_prefix_wraps_a_torch_rank_prefix(prefix: Prefix) -> None:
+    """torch's own "[rankN]: " after a launcher's prefix is still read (the global rank); a
+    look-ahead prefix is left out: it reads its rank and ends the prefixes."""
+    head = prefix.example[: len(prefix.example) - len(parse_rank(prefix.example)[1])]
+    assert parse_rank(head + "[rank9]: RuntimeError: x") == (9, "RuntimeError: x")
+
+
+@pytest.mark.parametrize("relay", RELAYS, ids=lambda r: r.launcher)
+def test_every_relay_reads_its_example(relay: Relay) -> None:
+    assert relayed_rank(relay.example) == relay.rank
+    assert relayed_rank("E       " + relay.example) == relay.rank  # behind pytest's prefix
+
+
+@pytest.mark.parametrize("text", [
+    "[Rank 0,3 Error Snippet]:",  # several ranks' error: not one rank's
+    "Process 2 terminated with exit code 10, terminating remaining processes.",
+    "Traceback (most recent call last):",
+])
+def test_no_relay_is_invented(text: str) -> None:
+    assert relayed_rank(text) is None
 
 
 def test_census_reads_prefixes_only_at_line_starts() -> None:

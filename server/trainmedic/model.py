@@ -84,10 +84,24 @@ class Finding:
 
 class RankStatus(str, Enum):
     FAILED_FIRST = "failed-first"
+    FAILED = "failed"  # failed by itself, but whether first cannot be told from the input
     FAILED_COLLATERAL = "failed-collateral"
     KILLED = "killed"
     HEALTHY = "healthy"
     SILENT = "silent"
+
+
+class Basis(str, Enum):
+    """How the initiating rank was chosen (or why none was)."""
+
+    FIRST_ROOT_CAUSE = "first-root-cause"  # its root-cause error came before any other's
+    EXITED_BY_ITSELF = "exited-by-itself"  # the launcher saw it end alone; it ended the rest
+    NAMED_BY_PEERS = "named-by-peers"  # the others' collective-mismatch reports name it
+    LAGGING_SEQUENCE = "lagging-sequence"  # its collective sequence number lags the others'
+    MISSING_FROM_REPORTS = "missing-from-reports"  # the one rank absent from the timeouts
+    ONLY_RANK_IN_INPUT = "only-rank-in-input"  # the one rank here: first or not, unknown
+    ALL_RANKS_ALIKE = "all-ranks-alike"  # every rank failed the same way at once
+    UNDETERMINED = "undetermined"
 
 
 @dataclass(frozen=True)
@@ -135,6 +149,7 @@ class Diagnosis:
     initiating_rank: int | None
     ranks: dict[int, RankReport] = field(default_factory=dict)  # first failure first
     reason: str = ""
+    initiating_basis: Basis = Basis.UNDETERMINED
     series: tuple[Plot, ...] = ()
     failure_order: tuple[int, ...] = ()  # the ranks that failed, first failure first
     tracebacks: tuple[Traceback, ...] = ()

@@ -20,7 +20,7 @@ from trainmedic.checks.registry import check_by_code
 from trainmedic.diagnosis.engine import diagnose, diagnose_text
 from trainmedic.logs.inputs import InputError, expand, opened
 from trainmedic.matching.python import Matcher
-from trainmedic.model import Diagnosis
+from trainmedic.model import Basis, Diagnosis
 from trainmedic.render.json import rule_dict, to_dict
 from trainmedic.render.markdown import diagnosis_markdown, rule_markdown
 
@@ -179,9 +179,10 @@ DIAGNOSE = Tool(
         "likely root cause: what broke, the initiating rank (the rank that failed first; the "
         "other ranks' timeouts and SIGTERMs are collateral), the fix, and a command that "
         "verifies the fix. The structured content is the JSON of `trainmedic diagnose "
-        "--format json`: initiating_rank, initiating_reason, diagnoses (most likely root "
-        "cause first, each with rule_id, role root or collateral, confidence, rank, evidence "
-        "lines, fix, verify), ranks and metric series. Tokens and passwords in evidence "
+        "--format json`: initiating_rank, initiating_basis (how it was chosen), "
+        "initiating_reason, diagnoses (most likely root cause first, each with rule_id, role "
+        "root or collateral, confidence, rank, evidence lines, fix, verify), ranks and metric "
+        "series. Tokens and passwords in evidence "
         "lines are redacted. Call explain with a rule_id for the full entry. " + LOCAL),
     input_schema={
         "type": "object",
@@ -201,6 +202,8 @@ DIAGNOSE = Tool(
         "properties": {
             "initiating_rank": {"type": ["integer", "null"],
                                 "description": "The rank whose failure came first"},
+            "initiating_basis": {"enum": [basis.value for basis in Basis],
+                                 "description": "How the initiating rank was chosen"},
             "initiating_reason": {"type": "string"},
             "diagnoses": {"type": "array", "items": {"type": "object", "required": [
                 "rule_id", "title", "role", "confidence", "rank", "evidence", "fix",
@@ -208,7 +211,8 @@ DIAGNOSE = Tool(
             "ranks": {"type": "object"},
             "series": {"type": "object"},
         },
-        "required": ["initiating_rank", "initiating_reason", "diagnoses", "ranks"],
+        "required": ["initiating_rank", "initiating_basis", "initiating_reason", "diagnoses",
+                     "ranks"],
     },
     run=run_diagnose,
 )

@@ -1,11 +1,14 @@
 """Which rank started the failure, and what every rank did.
 
 The initiating rank is the one whose root-cause failure came first. Collateral reports (peer
-timeouts, lost connections, the launcher's SIGTERMs) never start a failure. When no rank says
-why, the answer comes from the shape of the reports: the rank the others name in a collective
-mismatch, the rank whose collective sequence number lags, or the one rank that is missing from
-everyone's timeout reports (the rank they waited for); failing that, the rank of the first
-failure no rule explains. When every rank failed alike at once, no rank is blamed.
+timeouts, lost connections, the launcher's SIGTERMs) never start a failure. A launcher that saw
+one worker end by itself and ended the rest names it, even when its own error is not in the
+input. When no rank says why, the answer comes from the shape of the reports: the rank the
+others name in a collective mismatch, the rank whose collective sequence number lags, or the one
+rank that is missing from everyone's timeout reports (the rank they waited for); failing that,
+the rank of the first failure no rule explains. When every rank failed alike at once, or only
+one rank's output is here, no rank is said to have failed first. Each answer carries its
+basis (model.Basis), the rule that chose it.
 """
 
 from __future__ import annotations
@@ -17,14 +20,22 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import TypeVar
 
-from trainmedic.logs.launcher import SIGTERM, LauncherReport
-from trainmedic.model import Finding, Line, RankReport, RankStatus, Role, Unexplained
+from trainmedic.logs.launcher import SIGTERM, LauncherReport, WorkerExit
+from trainmedic.model import Basis, Finding, Line, RankReport, RankStatus, Role, Unexplained
 
+T = TypeVar("T")
 SIMULTANEOUS_SECONDS = 1.0
 WAITING_SHOWN = 4  # the other ranks' reports cited for a rank they waited for
+# Root causes that a rank also reports when a peer died under it: NCCL's "unhandled system
+# error" is how a collective saw a peer's socket close before NCCL 2.12 had ncclRemoteError.
+PEER_LOSS_ROOTS = frozenset({"nccl-system-error"})
+# Rules that quote the launcher's summary (which ranks exited), not a rank's own output: the
+# launcher's facts (logs/launcher.py) say the same, read line by line.
+LAUNCHER_SUMMARIES = frozenset({"elastic-child-failed"})
+_LAUNCHER_NAMES = {"torchelastic": "torchrun's agent", "spawn": "torch.multiprocessing.spawn",
+                   "srun": "srun", "mpirun": "the MPI launcher", "ray": "Ray"}
 _MISMATCH_PEER = re.compile(r"but Rank (\d{1,6}) is running collective")
 _SEQ = re.compile(r"SeqNum=(\d{1,12})")
-T = TypeVar("T")
 
 
 def _compare(a: Line, b: Line, order: Mapping[str, int]) -> int:
@@ -38,7 +49,10 @@ def _compare(a: Line, b: Line, order: Mapping[str, int]) -> int:
 
 def chronological(lines: Iterable[Line], order: Mapping[str, int]) -> list[Line]:
     """Lines in the order they happened: line order within a file, timestamps across files."""
-    return in_time_order(lines, lambda line: line, order)
+    def compare(a: Line, b: Line) -> int:
+        return _compare(a, b, order)
+
+    return sorted(lines, key=cmp_to_key(compare))
 
 
 def in_time_order(items: Iterable[T], line_of: Callable[[T], Line],
@@ -61,16 +75,20 @@ class Attribution:
     ranks: dict[int, RankReport]
     reason: str
     failure_order: tuple[int, ...] = ()  # the ranks that failed, first failure first
+    basis: Basis = Basis.UNDETERMINED
     # The lines that show the others waited for `rank` (its own lagging report first): set
     # when that is how the rank was found and it did not fail by itself.
     waited_for: tuple[Line, ...] = ()
 
 
-def _first_lines(findings: Iterable[Finding], order: Mapping[str, int]
-                 ) -> dict[int, tuple[Line, str]]:
+def _first_lines(findings: Iterable[Finding], order: Mapping[str, int],
+                 skip: frozenset[tuple[str, int]] = frozenset()) -> dict[int, tuple[Line, str]]:
+    """Each rank's first failure line and its rule, leaving out the lines at `skip`."""
     table: dict[int, tuple[Line, str]] = {}
     for finding in findings:
         for rank, line in finding.first_by_rank:
+            if (line.path, line.number) in skip:
+                continue
             current = table.get(rank)
             if current is None or _compare(line, current[0], order) < 0:
                 table[rank] = (line, finding.rule_id)
@@ -81,6 +99,12 @@ def _ranks_text(ranks: Iterable[int]) -> str:
     ranks = sorted(ranks)
     shown = ", ".join(map(str, ranks[:8]))
     return shown + (f" and {len(ranks) - 8} more" if len(ranks) > 8 else "")
+
+
+def _ranks_named(ranks: Iterable[int]) -> str:
+    """"rank 3" or "ranks 0, 1 and 2 more": the words before a verb."""
+    ranks = sorted(ranks)
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {_ranks_text(ranks)}"
 
 
 def _named_by_mismatch(findings: list[Finding]) -> tuple[int, int] | None:
@@ -127,129 +151,262 @@ def _alike(top: Finding, failing: Iterable[int], order: Mapping[str, int]) -> bo
     return max(known) - min(known) <= SIMULTANEOUS_SECONDS
 
 
+@dataclass(frozen=True)
+class _Choice:
+    rank: int | None
+    basis: Basis
+    reason: str
+    waited_for: tuple[Line, ...] = ()  # the lines that show the others waited for the rank
+
+
+def _named_by_peers(findings: list[Finding]) -> _Choice | None:
+    mismatch = _named_by_mismatch([f for f in findings if f.rule_id == "collective-mismatch"])
+    if mismatch is None:
+        return None
+    return _Choice(mismatch[0], Basis.NAMED_BY_PEERS,
+                   f"{mismatch[1]} ranks report a collective mismatch naming rank {mismatch[0]} "
+                   "as the one running a different collective")
+
+
+def _all_alike(roots: list[Finding], first_root: dict[int, tuple[Line, str]],
+               first_any: dict[int, tuple[Line, str]],
+               order: Mapping[str, int]) -> _Choice | None:
+    if not (first_root and roots and _alike(roots[0], first_any, order)):
+        return None
+    return _Choice(None, Basis.ALL_RANKS_ALIKE,
+                   f"ranks {_ranks_text(dict(roots[0].first_by_rank))} all failed with "
+                   f"{roots[0].rule_id} at the same time: the cause is common to every rank "
+                   "(code, data or configuration), no single rank started it")
+
+
+def _launcher_name(exit_: WorkerExit) -> str:
+    return _LAUNCHER_NAMES.get(exit_.launcher, exit_.launcher)
+
+
+def _how_it_ended(exit_: WorkerExit) -> str:
+    if exit_.signal:
+        return f"signal {exit_.signal}"
+    if exit_.exitcode is not None:
+        return f"exit code {exit_.exitcode}"
+    return "its process died"
+
+
+def _exited_alike(report: LauncherReport,
+                  own_root: dict[int, tuple[Line, str]]) -> _Choice | None:
+    """Several ranks killed by the same signal in one launcher report, none saying why."""
+    exits = report.self_exits()
+    signals = {e.signal for e in exits}
+    if len(exits) < 2 or len(signals) != 1 or None in signals or own_root:
+        return None
+    ranks = _ranks_text(e.rank for e in exits if e.rank is not None)
+    return _Choice(None, Basis.ALL_RANKS_ALIKE,
+                   f"{_launcher_name(exits[0])} reports ranks {ranks} all ended by "
+                   f"{_how_it_ended(exits[0])} together: the cause is common to them (memory, "
+                   "the host, a shared file), no single rank started it")
+
+
+def _exited_by_itself(report: LauncherReport, own_root: dict[int, tuple[Line, str]],
+                      own_any: dict[int, tuple[Line, str]], unranked_collateral: bool,
+                      order: Mapping[str, int]) -> _Choice | None:
+    """The one rank the launcher saw end by itself, the others having been ended by it.
+
+    Its word decides unless the rank's own output shows it was a victim (a collateral or a
+    peer-loss error of its own), or another rank shows a root cause no lost peer explains:
+    then the launcher's order of exits says nothing about which failure came first.
+    """
+    exits = report.self_exits()
+    if report.one_node_of_several or report.root_unseen or len(exits) != 1 \
+            or exits[0].rank is None:
+        return None
+    exit_, rank = exits[0], exits[0].rank
+    own = own_root.get(rank)
+    if rank in own_any and (own is None or own[1] in PEER_LOSS_ROOTS):
+        return None
+    if own is None and unranked_collateral:
+        return None  # a timeout or lost peer that names no rank may be this rank's own
+    others = {r: v for r, v in own_root.items() if r != rank and v[1] not in PEER_LOSS_ROOTS}
+    said = (f"{_launcher_name(exit_)} saw rank {rank} end by itself ({_how_it_ended(exit_)}, "
+            f"{exit_.line.path}:{exit_.line.number})")
+    if others and own is None:
+        other = _earliest(others, order)
+        return _Choice(None, Basis.UNDETERMINED,
+                       f"{said}, but its error is not in this input, while rank {other} "
+                       f"failed with {others[other][1]}: which came first cannot be told")
+    if others or (own is not None and _earliest(own_root, order) == rank):
+        return None  # its own root cause came first, or two ranks say why: the earlier decides
+    peers = sorted(r for r in own_any if r != rank)
+    if peers:
+        said += f"; {_ranks_named(peers)} failed after losing it"
+    return _Choice(rank, Basis.EXITED_BY_ITSELF, said)
+
+
+def _only_rank(seen: set[int], own_root: dict[int, tuple[Line, str]]) -> _Choice | None:
+    """One rank's output is all there is: its failure is shown, not that it came first."""
+    if len(seen) != 1 or set(own_root) != seen:
+        return None
+    rank = next(iter(seen))
+    line, rule = own_root[rank]
+    return _Choice(rank, Basis.ONLY_RANK_IN_INPUT,
+                   f"rank {rank} is the only rank in this input ({rule}, {line.path}:"
+                   f"{line.number}); whether it failed first needs the other ranks' output")
+
+
+def _earliest(first: dict[int, tuple[Line, str]], order: Mapping[str, int]) -> int:
+    earliest = chronological([line for line, _ in first.values()], order)[0]
+    return next(r for r, (line, _) in first.items() if line is earliest)
+
+
+def _first_root_cause(first_root: dict[int, tuple[Line, str]],
+                      first_any: dict[int, tuple[Line, str]],
+                      order: Mapping[str, int]) -> _Choice | None:
+    if not first_root:
+        return None
+    rank = _earliest(first_root, order)
+    earliest = first_root[rank][0]
+    others = sorted(set(first_any) - {rank})
+    reason = (f"rank {rank} failed first with a root cause ({first_root[rank][1]}, "
+              f"{earliest.path}:{earliest.number})")
+    if others:
+        reason += f"; {_ranks_named(others)} failed after it"
+    return _Choice(rank, Basis.FIRST_ROOT_CAUSE, reason)
+
+
+def _waited_for(first_any: dict[int, tuple[Line, str]], known: set[int],
+                report: LauncherReport, order: Mapping[str, int]) -> _Choice | None:
+    """Only collateral failures: the rank the others waited for, if their reports show it
+    (a rank the launcher saw exit by itself did not hang: it is not the missing one)."""
+    if not first_any:
+        return None
+    lag = _lagging_sequence(first_any)
+    quiet = known - set(first_any) - {e.rank for e in report.self_exits()}
+    if lag is not None:
+        return _Choice(lag[0], Basis.LAGGING_SEQUENCE,
+                       f"rank {lag[0]} is stuck at collective sequence number {lag[1]} while "
+                       f"the others reached {lag[2]}: the others waited for it",
+                       (first_any[lag[0]][0], lag[3]))
+    if len(quiet) == 1:
+        rank = next(iter(quiet))
+        how = "was terminated by the launcher" if report.killed_by_launcher(rank) \
+            else "printed no failure"
+        exits = [e.line for e in report.exits if e.rank == rank]
+        waiting = chronological([line for line, _ in first_any.values()], order)
+        return _Choice(rank, Basis.MISSING_FROM_REPORTS,
+                       f"{_ranks_named(first_any)} reported collateral failures (timeouts, "
+                       f"lost peers) and rank {rank} {how}: it is the rank they waited for",
+                       (*exits[:1], *waiting[:WAITING_SHOWN]))
+    return None
+
+
+def _nothing_said(first_any: dict[int, tuple[Line, str]]) -> _Choice:
+    if not first_any:
+        return _Choice(None, Basis.UNDETERMINED, "")
+    return _Choice(None, Basis.UNDETERMINED,
+                   f"only collateral failures on ranks {_ranks_text(first_any)}; the rank "
+                   "that started it printed nothing here (add its log)")
+
+
+def _signal_deaths(report: LauncherReport) -> dict[int, tuple[Line, str]]:
+    """Workers killed by a signal the launcher did not send: each failed by itself."""
+    return {e.rank: (e.line, f"signal {e.signal}") for e in report.self_exits()
+            if e.rank is not None and e.signal and e.signal != SIGTERM}
+
+
+def _first_unexplained(unexplained: Sequence[Unexplained]) -> _Choice | None:
+    """With nothing else to go on, the rank of the first failure no rule explains."""
+    lead = unexplained[0] if unexplained and unexplained[0].rank is not None else None
+    if lead is None:
+        return None
+    return _Choice(lead.rank, Basis.FIRST_ROOT_CAUSE,
+                   f"rank {lead.rank} failed first, with {lead.exception} "
+                   f"({lead.line.path}:{lead.line.number}), which no rule explains")
+
+
+def _own_failure(choice: _Choice, unexplained: Sequence[Unexplained]) -> _Choice:
+    """A rank the others waited for that failed by itself did not hang: its failure says so."""
+    first = {u.rank: u for u in reversed(unexplained) if u.rank is not None}
+    own = first.get(choice.rank) if choice.waited_for and choice.rank is not None else None
+    if own is None:
+        return choice
+    return _Choice(choice.rank, choice.basis,
+                   f"{choice.reason}; rank {choice.rank} itself failed with {own.exception} "
+                   f"({own.line.path}:{own.line.number}), which no rule explains")
+
+
 def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
                     report: LauncherReport, order: Mapping[str, int],
                     unexplained: Sequence[Unexplained] = ()) -> Attribution:
     """The initiating rank, why, and each rank's part; `unexplained` are the failures no rule
     explains (first failure first), which name the rank when no finding does."""
+    findings = [f for f in findings if f.rule_id not in LAUNCHER_SUMMARIES]
     roots = [f for f in findings if f.role is Role.ROOT]
-    first_root = _first_lines(roots, order)
-    first_any = _first_lines(findings, order)
-    for exit_ in report.exits:
-        # A worker killed by a signal the launcher did not send failed by itself.
-        if exit_.rank is not None and exit_.signal and exit_.signal != SIGTERM \
-                and exit_.rank not in first_root:
-            first_root[exit_.rank] = first_any[exit_.rank] = (exit_.line, f"signal {exit_.signal}")
+    # What the ranks printed themselves, without the launcher's lines that rules also match.
+    said_by_launcher = frozenset((e.line.path, e.line.number) for e in report.exits)
+    own_root = _first_lines(roots, order, said_by_launcher)
+    own_any = _first_lines(findings, order, said_by_launcher)
+    unranked_collateral = any(f.role is Role.COLLATERAL and not f.first_by_rank
+                              for f in findings)
+    deaths = _signal_deaths(report)
+    first_root = {**deaths, **_first_lines(roots, order)}
+    first_any = {**deaths, **_first_lines(findings, order)}
     seen = set(ranks_seen)
     known = seen | {e.rank for e in report.exits if e.rank is not None}
     if report.world_size:
         known |= set(range(report.world_size))
 
-    first_unexplained = {u.rank: u for u in reversed(unexplained) if u.rank is not None}
-    lead = unexplained[0] if unexplained and unexplained[0].rank is not None else None
-    rank: int | None = None
-    reason = ""
-    waited_for: tuple[Line, ...] = ()
-    mismatch = _named_by_mismatch([f for f in findings if f.rule_id == "collective-mismatch"])
-    if mismatch is not None:
-        rank = mismatch[0]
-        reason = (f"{mismatch[1]} ranks report a collective mismatch naming rank {rank} as the "
-                  "one running a different collective")
-    elif first_root and roots and _alike(roots[0], first_any, order):
-        reason = (f"ranks {_ranks_text(dict(roots[0].first_by_rank))} all failed with "
-                  f"{roots[0].rule_id} at the same time: the cause is common to every rank "
-                  "(code, data or configuration), no single rank started it")
-    elif first_root:
-        earliest = chronological([line for line, _ in first_root.values()], order)[0]
-        rank = next(r for r, (line, _) in first_root.items() if line is earliest)
-        others = sorted(set(first_any) - {rank})
-        reason = (f"rank {rank} failed first with a root cause ({first_root[rank][1]}, "
-                  f"{earliest.path}:{earliest.number})")
-        if others:
-            reason += f"; ranks {_ranks_text(others)} failed after it"
-    elif first_any:
-        rank, reason, waited_for = _from_collateral(first_any, known, report, order,
-                                                    first_unexplained, lead)
-    elif lead is not None:
-        rank, reason = lead.rank, _unexplained_reason(lead)
-
+    choice = (_named_by_peers(findings)
+              or _all_alike(roots, first_root, first_any, order)
+              or _exited_alike(report, own_root)
+              or _exited_by_itself(report, own_root, own_any, unranked_collateral, order)
+              or _only_rank(seen, own_root)
+              or _first_root_cause(first_root, first_any, order)
+              or _waited_for(first_any, known, report, order)
+              # a worker's exit is the launcher's to read (above): here only exceptions count
+              or _first_unexplained([u for u in unexplained
+                                     if (u.line.path, u.line.number) not in said_by_launcher])
+              or _nothing_said(first_any))
+    choice = _own_failure(choice, unexplained)
+    rank, reason = choice.rank, choice.reason
     elastic = report.torchelastic_root
     if elastic is not None and elastic.rank is not None and rank is not None \
             and elastic.rank != rank:
         reason += (f"; torchelastic's 'Root Cause' names rank {elastic.rank}, which only "
                    "reported the failure second-hand")
 
-    alone = {r: u.line for r, u in first_unexplained.items()}
-    ranks = _statuses(rank, known, seen, first_root, first_any, alone, report)
+    alone = {u.rank: u.line for u in reversed(unexplained) if u.rank is not None}
+    ranks = _statuses(choice, known, seen, first_root, first_any, alone, report)
     failed = [(n, r.first_failure) for n, r in ranks.items() if r.first_failure is not None]
 
     def earlier(a: tuple[int, Line], b: tuple[int, Line]) -> int:
         return _compare(a[1], b[1], order)
 
     failed.sort(key=cmp_to_key(earlier))
-    return Attribution(rank, ranks, reason, tuple(n for n, _ in failed), waited_for)
+    return Attribution(rank, ranks, reason, tuple(n for n, _ in failed), choice.basis,
+                       choice.waited_for)
 
 
-def _from_collateral(first_any: dict[int, tuple[Line, str]], known: set[int],
-                     report: LauncherReport, order: Mapping[str, int],
-                     first_unexplained: Mapping[int, Unexplained], lead: Unexplained | None
-                     ) -> tuple[int | None, str, tuple[Line, ...]]:
-    """With collateral reports only: the rank the others waited for (and the lines that show
-    it), else the rank of the first failure no rule explains."""
-    rank: int | None = None
-    waited_for: tuple[Line, ...] = ()
-    lag = _lagging_sequence(first_any)
-    quiet = known - set(first_any)
-    if lag is not None:
-        rank = lag[0]
-        reason = (f"rank {rank} is stuck at collective sequence number {lag[1]} while the "
-                  f"others reached {lag[2]}: the others waited for it")
-        waited_for = (first_any[rank][0], lag[3])
-    elif len(quiet) == 1:
-        rank = next(iter(quiet))
-        how = "was terminated by the launcher" if report.killed_by_launcher(rank) \
-            else "printed no failure"
-        reason = (f"ranks {_ranks_text(first_any)} reported collateral failures (timeouts, "
-                  f"lost peers) and rank {rank} {how}: it is the rank they waited for")
-        exits = [e.line for e in report.exits if e.rank == rank]
-        waiting = chronological([line for line, _ in first_any.values()], order)
-        waited_for = (*exits[:1], *waiting[:WAITING_SHOWN])
-    elif lead is not None:
-        return lead.rank, _unexplained_reason(lead), ()
-    else:
-        return None, (f"only collateral failures on ranks {_ranks_text(first_any)}; the rank "
-                      "that started it printed nothing here (add its log)"), ()
-    if rank is not None and rank in first_unexplained:
-        own = first_unexplained[rank]
-        reason += (f"; rank {rank} itself failed with {own.exception} "
-                   f"({own.line.path}:{own.line.number}), which no rule explains")
-        waited_for = ()
-    return rank, reason, waited_for
-
-
-def _unexplained_reason(failure: Unexplained) -> str:
-    return (f"rank {failure.rank} failed first, with {failure.exception} "
-            f"({failure.line.path}:{failure.line.number}), which no rule explains")
-
-
-def _statuses(rank: int | None, known: set[int], seen: set[int],
+def _statuses(choice: _Choice, known: set[int], seen: set[int],
               first_root: dict[int, tuple[Line, str]], first_any: dict[int, tuple[Line, str]],
               alone: dict[int, Line], report: LauncherReport) -> dict[int, RankReport]:
-    """Each rank's part: failed first, failed as a consequence, killed, healthy or silent;
-    `alone` are the ranks' first failures that no rule explains."""
+    """Each rank's part: failed first, failed (first or not, unknown), failed as a
+    consequence, killed, healthy or silent; `alone` are the ranks' first failures that no rule
+    explains."""
     ranks: dict[int, RankReport] = {}
+    ordered = choice.basis not in (Basis.ONLY_RANK_IN_INPUT, Basis.ALL_RANKS_ALIKE,
+                                   Basis.UNDETERMINED)
+    exited = {e.rank: e.line for e in report.self_exits() if e.rank is not None}
+    ended = report.ended_by_launcher()
     for r in sorted(known | set(first_any) | set(alone)):
-        if r == rank:
+        if r == choice.rank or (not ordered and r in first_root):
+            status = RankStatus.FAILED_FIRST if ordered else RankStatus.FAILED
             line_rule = first_root.get(r) or first_any.get(r)
-            exit_line = next((e.line for e in report.exits if e.rank == r), None)
-            ranks[r] = RankReport(RankStatus.FAILED_FIRST,
-                                  line_rule[0] if line_rule else alone.get(r, exit_line),
-                                  line_rule[1] if line_rule else None)
+            ranks[r] = RankReport(status, *line_rule) if line_rule else RankReport(
+                status, alone.get(r) or exited.get(r)
+                or next((e.line for e in report.exits if e.rank == r), None))
         elif r in first_any:
             ranks[r] = RankReport(RankStatus.FAILED_COLLATERAL, *first_any[r])
-        elif r in alone:
-            ranks[r] = RankReport(RankStatus.FAILED_COLLATERAL, alone[r])
-        elif report.killed_by_launcher(r):
+        elif r in exited or r in alone:
+            ranks[r] = RankReport(RankStatus.FAILED, alone.get(r) or exited[r])
+        elif r in ended:
             ranks[r] = RankReport(RankStatus.KILLED)
         elif r in seen:
             ranks[r] = RankReport(RankStatus.HEALTHY)

@@ -19,7 +19,7 @@ from trainmedic.events.extract import EventExtractor
 from trainmedic.events.parallel import scans
 from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
 from trainmedic.logs.formats import Source
-from trainmedic.logs.launcher import LAUNCHER, LauncherReport, read_report
+from trainmedic.logs.launcher import LAUNCHER, REPEATED, LauncherReport, read_report
 from trainmedic.logs.prefixes import rank_of_path
 from trainmedic.logs.reader import Chunk
 from trainmedic.matching.python import Matcher
@@ -53,6 +53,8 @@ class Evidence:
     ranks_seen: set[int] = field(default_factory=set)
     paths: list[str] = field(default_factory=list)
     launcher: list[tuple[Line, Hit]] = field(default_factory=list)
+    repeated: set[tuple[str, tuple[tuple[str, str], ...], int | None]] = field(
+        default_factory=set)
     metrics: MetricSeries = field(default_factory=lambda: MetricSeries.for_keys(()))
     line_counts: dict[str, int] = field(default_factory=dict)
     last_sample: dict[str, dict[int | None, int]] = field(default_factory=dict)
@@ -72,8 +74,7 @@ class Evidence:
             (self.raised if len(self.raised) < TRACEBACKS_KEPT else self.recent).append(raised)
         for hit in event.hits:
             if hit.rule_id == LAUNCHER:
-                if len(self.launcher) < LAUNCHER_FACTS_KEPT:
-                    self.launcher.append((line, hit))
+                self._add_launcher_fact(line, hit)
                 continue
             found = self.rules.setdefault(hit.rule_id, _RuleEvidence())
             kept = found.lines.setdefault(hit.fingerprint, [])
@@ -88,6 +89,17 @@ class Evidence:
                 self.ranks_seen.add(rank)
                 if rank not in found.first_by_rank:
                     found.first_by_rank[rank] = line
+
+    def _add_launcher_fact(self, line: Line, hit: Hit) -> None:
+        """Keep a launcher's line, once only for facts that repeat on every line."""
+        if len(self.launcher) >= LAUNCHER_FACTS_KEPT:
+            return
+        if hit.fingerprint in REPEATED:
+            key = (hit.fingerprint, hit.groups, line.rank)
+            if key in self.repeated:
+                return
+            self.repeated.add(key)
+        self.launcher.append((line, hit))
 
 
 def metric_series(catalogue: Catalogue) -> MetricSeries:
@@ -215,7 +227,8 @@ def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
         findings = _ordered([*fired, *findings], catalogue, order)
         failures = _unexplained(evidence, findings, report, order)
     return Diagnosis(tuple(findings), attribution.rank, attribution.ranks,
-                     reason=attribution.reason, tracebacks=tuple(evidence.tracebacks),
+                     reason=attribution.reason, initiating_basis=attribution.basis,
+                     tracebacks=tuple(evidence.tracebacks),
                      series=evidence.metrics.plots(),
                      failure_order=attribution.failure_order, unexplained=failures)
 

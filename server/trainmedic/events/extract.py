@@ -12,23 +12,40 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from trainmedic.events.scan import ChunkScan
-from trainmedic.logs.prefixes import parse_rank, rank_of_path
+from trainmedic.logs.prefixes import parse_rank, rank_of_path, relayed_rank
 from trainmedic.logs.timestamps import Clock
 from trainmedic.logs.tracebacks import MAX_BLOCK_LINES, TracebackAssembler
 from trainmedic.model import Event, Line, Traceback
 
 
 class _Source:
-    """Per-file state carried across chunks: the clock and the open tracebacks."""
+    """Per-file state carried across chunks: the clock, the open tracebacks, and the rank whose
+    error a launcher is relaying (spawn's "-- Process 3 terminated with the following error:")."""
 
     def __init__(self, path: str) -> None:
         self.clock = Clock()
         self.tracebacks = TracebackAssembler()
         self.rank = rank_of_path(path)
+        self.relayed: tuple[int, int] | None = None  # (rank, line number of the relay)
 
     def rank_of(self, text: str) -> tuple[int | None, str]:
         rank, body = parse_rank(text)
         return (self.rank if rank is None else rank), body
+
+    def event_rank(self, line: Line, ends_traceback: bool) -> tuple[int | None, str]:
+        """An event line's rank: its own, else that of the error being relayed, which runs
+        to the end of the next traceback (at most MAX_BLOCK_LINES lines on)."""
+        rank, body = self.rank_of(line.text)
+        relayed = relayed_rank(body)
+        if relayed is not None:
+            self.relayed = relayed, line.number
+        elif self.relayed is not None and line.number - self.relayed[1] > MAX_BLOCK_LINES:
+            self.relayed = None
+        elif rank is None and self.relayed is not None:
+            rank = self.relayed[0]
+            if ends_traceback:
+                self.relayed = None
+        return rank, body
 
 
 def _tracebacks(scan: ChunkScan, first_line: int,
@@ -74,9 +91,12 @@ class EventExtractor:
         blocks = _tracebacks(scan, first_line, source)
         for number in sorted(hits.keys() | blocks.keys()):
             line, found = hits[number] if number in hits else (blocks[number][0], ())
-            rank, body = source.rank_of(line.text)
-            stamp = source.clock.parse(body)
-            line = replace(line, number=number, rank=rank,
-                           timestamp=stamp if stamp is not None else file_time)
             block = blocks.get(number)
-            yield Event(line, found, block[1] if block else None)
+            line = replace(line, number=number)
+            rank, body = source.event_rank(line, block is not None)
+            stamp = source.clock.parse(body)
+            line = replace(line, rank=rank, timestamp=stamp if stamp is not None else file_time)
+            traceback = block[1] if block else None
+            if traceback is not None and traceback.rank is None and rank is not None:
+                traceback = replace(traceback, rank=rank)
+            yield Event(line, found, traceback)

@@ -1,45 +1,89 @@
 """What launchers say about their workers: exit codes, signals, pids, and their own guess.
 
-torchrun's agent, srun and mpirun print which worker exited how, in lines that carry no rank
-prefix. These lines are matched like fingerprints (rule id `LAUNCHER`) and read here into facts.
-torchelastic's "Root Cause (first observed failure)" is kept as one fact among others: it is
-wrong when a rank was killed before writing an error file or the first error was collateral.
+torchrun's agent, torch.multiprocessing.spawn, srun, mpirun, Horovod and Ray Train print which
+worker exited how, in lines that carry no rank prefix. These lines are matched like fingerprints
+(rule id `LAUNCHER`) and read here into facts: which workers ended by themselves and which the
+launcher ended (its SIGTERMs, srun's "Killed") once the first had gone. torchelastic's "Root
+Cause (first observed failure)" is kept as one fact among others: it is wrong when a rank was
+killed before writing an error file or the first error was collateral.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainmedic.model import Hit, Line
 
 LAUNCHER = "@launcher"
+SIGKILL = 9
 SIGTERM = 15
+MAX_TASKS = 4096  # ranks read from one grouped srun line ("tasks 0-3,6-7")
+MAX_EXITS = 1 << 16  # worker exits kept from one input
+# Linux numbers of the signals launchers name (spawn says "SIGSEGV", srun strsignal's words).
+SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6,
+           "SIGBUS": 7, "SIGFPE": 8, "SIGKILL": 9, "SIGUSR1": 10, "SIGSEGV": 11, "SIGUSR2": 12,
+           "SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15, "SIGXCPU": 24,
+           "Hangup": 1, "Interrupt": 2, "Quit": 3, "Illegal instruction": 4, "Aborted": 6,
+           "Bus error": 7, "Floating point exception": 8, "Killed": 9, "Out Of Memory": 9,
+           "Segmentation fault": 11, "Terminated": 15}
 
-# (name, pattern): named groups rank, local_rank, pid, exitcode, signal.
+# (name, pattern): named groups rank, local_rank, pid, exitcode, signal, signame, tasks.
 PATTERNS: tuple[tuple[str, str], ...] = (
+    # torchelastic's agent (torch/distributed/elastic/multiprocessing/api.py), any prefix.
     ("agent-sigterm", r"Sending process (?P<pid>\d{1,9}) closing signal "
                       r"SIG(?P<signame>[A-Z]{2,6})"),
     ("agent-failed", r"failed \(exitcode: (?P<exitcode>-?\d{1,4})\) "
                      r"local_rank: (?P<local_rank>\d{1,6}) \(pid: (?P<pid>\d{1,9})\)"),
+    ("summary-failures", r"^[^\n]{0,40}Failures:[ \t]{0,20}$"),
     ("summary-root", r"Root Cause \(first observed failure\):"),
-    ("summary-rank", r"^ {0,8}rank {0,10}: (?P<rank>\d{1,6}) "
-                     r"\(local_rank: (?P<local_rank>\d{1,6})\)"),
-    ("summary-exitcode", r"^ {0,8}exitcode {0,10}: (?P<exitcode>-?\d{1,4}) "
-                         r"\(pid: (?P<pid>\d{1,9})\)"),
-    ("srun-task", r"srun: error: [\w.-]{1,100}: tasks? (?P<rank>\d{1,6})(?:-\d{1,6})?: "
-                  r"(?:Exited with exit code (?P<exitcode>\d{1,4})|(?P<killed>Killed))"),
+    ("summary-rank", r"\brank {0,10}: (?P<rank>\d{1,6}) \(local_rank: (?P<local_rank>\d{1,6})\)"),
+    ("summary-exitcode", r"\bexitcode {0,10}: (?P<exitcode>-?\d{1,4}) \(pid: (?P<pid>\d{1,9})\)"),
+    # torch.multiprocessing.spawn: ProcessContext.join raises for the first child it finds
+    # dead (its index is the local rank), then terminates the others.
+    ("spawn-exited", r"(?:ProcessExitedException|Exception): process (?P<rank>\d{1,6}) "
+                     r"terminated with (?:exit code (?P<exitcode>-?\d{1,4})|"
+                     r"signal (?P<signame>SIG[A-Z]{2,8}))"),
+    ("spawn-raised", r"-- Process (?P<rank>\d{1,6}) terminated with the following error:"),
+    # srun: one line per task or group of tasks ("tasks 0-3,6-7: Killed").
+    ("srun-task", r"srun: error: [\w.-]{1,100}: tasks? (?P<tasks>\d[\d,-]{0,400}): "
+                  r"(?:Exited with exit code (?P<exitcode>\d{1,4})|"
+                  r"(?P<signame>Out Of Memory|[A-Z][a-z]{1,20}(?: [a-z]{1,20}){0,3}))"),
+    # Open MPI: "mpirun noticed that process rank 7 ... exited on signal 9", or its summary
+    # "The first process to do so was: / Process name: [[jobid,1],vpid] / Exit code: 1";
+    # Horovod's gloo launcher prints the same summary with a bare index as the name.
     ("mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID (?P<pid>\d{1,9}) on node "
                     r"\S{1,100} (?:exited on signal (?P<signal>\d{1,3})|"
                     r"exited with status (?P<exitcode>\d{1,4}))"),
+    ("first-process", r"The first process to do so was:"),
+    ("process-name", r"Process name: {0,8}(?:\[\[\d{1,10},\d{1,10}\],)?(?P<rank>\d{1,6})\]?"
+                     r"[ \t]{0,20}$"),
+    ("exit-code", r"Exit code: {0,8}(?P<exitcode>-?\d{1,4})[ \t]{0,20}$"),
+    # Ray Train: the trainer lists each worker's pid and world rank; a worker prefix with a
+    # rank on the line ties its pid too; the driver reports a dead worker by pid; Ray Train 2
+    # groups the failed ranks' errors ("[Rank 0,3 Error Snippet]:").
+    ("ray-world-rank", r"pid=(?P<pid>\d{1,9})\) world_rank=(?P<rank>\d{1,6})"),
+    ("ray-worker", r"\(RayTrainWorker pid=(?P<pid>\d{1,9})[,)]"),
+    ("ray-worker-died", r"Worker PID: (?P<pid>\d{1,9}) Worker exit type: "
+                        r"(?P<exittype>[A-Z_]{4,30})"),
+    ("ray-error-snippet", r"\[Rank (?P<tasks>\d{1,6}(?:,\d{1,6}){0,64}) Error Snippet\]:"),
     ("world-size", r"(?:world_size|world size|WORLD_SIZE|World size)\s{0,2}[=:]\s{0,2}"
                    r"(?P<world>\d{1,6})\b"),
 )
+# Facts that say the same thing each time they repeat (a pid's rank on every line it prints):
+# the engine keeps one of each.
+REPEATED = frozenset({"ray-worker", "world-size"})
+_AGENT = frozenset({"agent-sigterm", "agent-failed", "summary-root", "summary-rank"})
+_RAY_EXPECTED_EXITS = ("INTENDED_",)
+_RANGE = re.compile(r"(\d{1,6})(?:-(\d{1,6}))?")
+_FIRST_PROCESS_SPAN = 6  # facts after "The first process to do so was:" that belong to it
 
 
 @dataclass(frozen=True)
 class WorkerExit:
-    """One worker's end as a launcher reported it; `signal` is set when a signal killed it."""
+    """One worker's end as a launcher reported it; `signal` is set when a signal killed it,
+    `terminated` when the launcher itself ended it after another worker had failed."""
 
     rank: int | None
     pid: int | None
@@ -47,6 +91,9 @@ class WorkerExit:
     signal: int | None
     line: Line
     torchelastic_root: bool = False
+    launcher: str = "torchelastic"
+    local_rank: int | None = None
+    terminated: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +101,8 @@ class LauncherReport:
     exits: tuple[WorkerExit, ...]
     terminated_pids: frozenset[int]
     world_size: int | None
+    one_node_of_several: bool = False  # a torchelastic agent that saw only its own node
+    root_unseen: bool = False  # its summary lists other failures, its Root Cause is cut off
 
     @property
     def torchelastic_root(self) -> WorkerExit | None:
@@ -64,45 +113,195 @@ class LauncherReport:
 
     def killed_by_launcher(self, rank: int) -> bool:
         """The launcher terminated this rank (SIGTERM) rather than the rank failing by itself."""
-        return any(e.rank == rank and (e.signal == SIGTERM or e.pid in self.terminated_pids)
-                   for e in self.exits)
+        return rank in self.ended_by_launcher()
+
+    def ended_by_launcher(self) -> frozenset[int]:
+        """The ranks the launcher ended (its SIGTERMs, srun's kills) after another had failed."""
+        return frozenset(e.rank for e in self.exits if e.rank is not None and (
+            e.terminated or e.signal == SIGTERM or e.pid in self.terminated_pids))
+
+    def self_exits(self) -> tuple[WorkerExit, ...]:
+        """The ranks that ended by themselves (not by the launcher's hand), first report each."""
+        ended = self.ended_by_launcher()
+        seen: dict[int, WorkerExit] = {}
+        for exit_ in self.exits:
+            if exit_.rank is not None and exit_.rank not in ended and exit_.rank not in seen:
+                seen[exit_.rank] = exit_
+        return tuple(seen.values())
 
 
 def _int(value: str | None) -> int | None:
     return int(value) if value is not None else None
 
 
+def _tasks(text: str) -> list[int]:
+    """srun's and Ray's rank lists: "5", "0-3,6-7", "0,3" (at most MAX_TASKS ranks)."""
+    ranks: list[int] = []
+    for low, high in _RANGE.findall(text):
+        start = int(low)
+        end = min(int(high or low), start + MAX_TASKS - len(ranks) - 1)
+        ranks.extend(range(start, end + 1))
+        if len(ranks) >= MAX_TASKS:
+            break
+    return ranks
+
+
+def _code_and_signal(exitcode: str | None, signame: str | None) -> tuple[int | None, int | None]:
+    code = _int(exitcode)
+    if signame is not None:
+        return code, SIGNALS.get(signame, SIGNALS.get("SIG" + signame))
+    return code, (-code if code is not None and code < 0 else None)
+
+
+class _Reader:
+    """The fold of read_report: the state that spans a launcher's multi-line reports."""
+
+    def __init__(self) -> None:
+        self.exits: list[WorkerExit] = []
+        self.terminated: set[int] = set()
+        self.world: int | None = None
+        self.pid_ranks: dict[int, int] = {}  # Ray workers' pids
+        self.summary_ranks: dict[int, int] = {}  # pid -> global rank, from torchelastic's summary
+        self.pending_rank: tuple[int, int] | None = None  # summary entry: (rank, local_rank)
+        self.in_root = False
+        self.first_process: dict[str, int] = {}
+        self.first_process_left = 0
+        self.agent = False
+        self.summary_root_seen = self.summary_others = False
+        self.srun: list[WorkerExit] = []
+        self.ray_dead: list[tuple[int, Line]] = []
+
+    def read(self, line: Line, name: str, g: dict[str, str]) -> None:
+        if len(self.exits) + len(self.srun) + len(self.ray_dead) >= MAX_EXITS:
+            return
+        self.agent |= name in _AGENT
+        if self.first_process_left:
+            self.first_process_left -= 1
+        read = _READERS.get(name)
+        if read is not None:
+            read(self, line, g)
+
+    def _agent_sigterm(self, line: Line, g: dict[str, str]) -> None:
+        if g.get("signame") in ("TERM", "KILL"):
+            self.terminated.add(int(g["pid"]))
+
+    def _agent_failed(self, line: Line, g: dict[str, str]) -> None:
+        code, signal = _code_and_signal(g["exitcode"], None)
+        local = int(g["local_rank"])
+        self.exits.append(WorkerExit(local, int(g["pid"]), code, signal, line,
+                                     local_rank=local))
+
+    def _summary_failures(self, line: Line, g: dict[str, str]) -> None:
+        self.in_root = False
+
+    def _summary_root(self, line: Line, g: dict[str, str]) -> None:
+        self.in_root = True
+
+    def _summary_rank(self, line: Line, g: dict[str, str]) -> None:
+        self.pending_rank = int(g["rank"]), int(g["local_rank"])
+
+    def _summary_exitcode(self, line: Line, g: dict[str, str]) -> None:
+        if self.pending_rank is None:
+            return
+        rank, local = self.pending_rank
+        code, signal = _code_and_signal(g["exitcode"], None)
+        self.summary_ranks[int(g["pid"])] = rank
+        self.exits.append(WorkerExit(rank, int(g["pid"]), code, signal, line, self.in_root,
+                                     local_rank=local))
+        self.pending_rank = None
+        self.summary_root_seen |= self.in_root
+        self.summary_others |= not self.in_root and signal != SIGTERM
+
+    def _spawn_exited(self, line: Line, g: dict[str, str]) -> None:
+        code, signal = _code_and_signal(g.get("exitcode"), g.get("signame"))
+        self.exits.append(WorkerExit(int(g["rank"]), None, code, signal, line, launcher="spawn"))
+
+    def _spawn_raised(self, line: Line, g: dict[str, str]) -> None:
+        self.exits.append(WorkerExit(int(g["rank"]), None, None, None, line, launcher="spawn"))
+
+    def _srun_task(self, line: Line, g: dict[str, str]) -> None:
+        code, signal = _code_and_signal(g.get("exitcode"), g.get("signame"))
+        # srun kills (SIGKILL) or terminates the remaining tasks once one has exited badly.
+        ended = signal in (SIGKILL, SIGTERM) and g.get("signame") != "Out Of Memory"
+        for rank in _tasks(g["tasks"]):
+            self.srun.append(WorkerExit(rank, None, code, signal, line, launcher="srun",
+                                        terminated=ended))
+
+    def _mpirun_rank(self, line: Line, g: dict[str, str]) -> None:
+        self.exits.append(WorkerExit(int(g["rank"]), _int(g.get("pid")), _int(g.get("exitcode")),
+                                     _int(g.get("signal")), line, launcher="mpirun"))
+
+    def _first_process(self, line: Line, g: dict[str, str]) -> None:
+        self.first_process, self.first_process_left = {}, _FIRST_PROCESS_SPAN
+
+    def _process_name(self, line: Line, g: dict[str, str]) -> None:
+        self._first_process_part(line, "rank", int(g["rank"]))
+
+    def _exit_code(self, line: Line, g: dict[str, str]) -> None:
+        self._first_process_part(line, "exitcode", int(g["exitcode"]))
+
+    def _first_process_part(self, line: Line, key: str, value: int) -> None:
+        if not self.first_process_left:
+            return
+        self.first_process[key] = value
+        if {"rank", "exitcode"} <= self.first_process.keys():
+            code = self.first_process["exitcode"]
+            self.exits.append(WorkerExit(self.first_process["rank"], None, code,
+                                         -code if code < 0 else None, line, launcher="mpirun"))
+            self.first_process_left = 0
+
+    def _ray_world_rank(self, line: Line, g: dict[str, str]) -> None:
+        self.pid_ranks.setdefault(int(g["pid"]), int(g["rank"]))
+
+    def _ray_worker(self, line: Line, g: dict[str, str]) -> None:
+        if line.rank is not None:
+            self.pid_ranks.setdefault(int(g["pid"]), line.rank)
+
+    def _ray_worker_died(self, line: Line, g: dict[str, str]) -> None:
+        if not g["exittype"].startswith(_RAY_EXPECTED_EXITS):
+            self.ray_dead.append((int(g["pid"]), line))
+
+    def _ray_error_snippet(self, line: Line, g: dict[str, str]) -> None:
+        for rank in _tasks(g["tasks"]):
+            self.exits.append(WorkerExit(rank, None, None, None, line, launcher="ray"))
+
+    def _world_size(self, line: Line, g: dict[str, str]) -> None:
+        self.world = max(self.world or 0, int(g["world"]))
+
+    def report(self) -> LauncherReport:
+        exits = [self._with_global_rank(e) for e in self.exits]
+        # Under srun, a torchelastic agent is srun's task: its task number is a node, not a rank.
+        several_nodes = self.agent and any(e.rank for e in self.srun)
+        if not self.agent:
+            exits += self.srun
+        exits += [WorkerExit(self.pid_ranks.get(pid), pid, None, None, line, launcher="ray")
+                  for pid, line in self.ray_dead]
+        several_nodes |= any(e.local_rank is not None and e.rank != e.local_rank for e in exits)
+        return LauncherReport(tuple(exits), frozenset(self.terminated), self.world,
+                              several_nodes, self.summary_others and not self.summary_root_seen)
+
+    def _with_global_rank(self, exit_: WorkerExit) -> WorkerExit:
+        """An agent's "failed ... local_rank: N" line, with the global rank its summary gives."""
+        rank = self.summary_ranks.get(exit_.pid) if exit_.pid is not None else None
+        return exit_ if rank is None else replace(exit_, rank=rank)
+
+
+
+_READERS = {
+    "agent-sigterm": _Reader._agent_sigterm, "agent-failed": _Reader._agent_failed,
+    "summary-failures": _Reader._summary_failures, "summary-root": _Reader._summary_root,
+    "summary-rank": _Reader._summary_rank, "summary-exitcode": _Reader._summary_exitcode,
+    "spawn-exited": _Reader._spawn_exited, "spawn-raised": _Reader._spawn_raised,
+    "srun-task": _Reader._srun_task, "mpirun-rank": _Reader._mpirun_rank,
+    "first-process": _Reader._first_process, "process-name": _Reader._process_name,
+    "exit-code": _Reader._exit_code, "ray-world-rank": _Reader._ray_world_rank,
+    "ray-worker": _Reader._ray_worker, "ray-worker-died": _Reader._ray_worker_died,
+    "ray-error-snippet": _Reader._ray_error_snippet, "world-size": _Reader._world_size,
+}
+
 def read_report(facts: Iterable[tuple[Line, Hit]]) -> LauncherReport:
     """Fold the launcher's lines, in order, into worker exits."""
-    exits: list[WorkerExit] = []
-    terminated: set[int] = set()
-    world: int | None = None
-    pending_rank: int | None = None
-    pending_root = in_root = False
+    reader = _Reader()
     for line, hit in facts:
-        g = dict(hit.groups)
-        name = hit.fingerprint
-        if name == "agent-sigterm" and g.get("signame") == "TERM":
-            terminated.add(int(g["pid"]))
-        elif name == "agent-failed":
-            code = int(g["exitcode"])
-            exits.append(WorkerExit(int(g["local_rank"]), int(g["pid"]), code,
-                                    -code if code < 0 else None, line))
-        elif name == "summary-root":
-            in_root = True
-        elif name == "summary-rank":
-            pending_rank, pending_root = int(g["rank"]), in_root
-        elif name == "summary-exitcode" and pending_rank is not None:
-            code = int(g["exitcode"])
-            exits.append(WorkerExit(pending_rank, int(g["pid"]), code,
-                                    -code if code < 0 else None, line, pending_root))
-            pending_rank = None
-        elif name == "srun-task":
-            exits.append(WorkerExit(int(g["rank"]), None, _int(g.get("exitcode")),
-                                    9 if g.get("killed") else None, line))
-        elif name == "mpirun-rank":
-            exits.append(WorkerExit(int(g["rank"]), _int(g.get("pid")), _int(g.get("exitcode")),
-                                    _int(g.get("signal")), line))
-        elif name == "world-size":
-            world = max(world or 0, int(g["world"]))
-    return LauncherReport(tuple(exits), frozenset(terminated), world)
+        reader.read(line, hit.fingerprint, dict(hit.groups))
+    return reader.report()

@@ -1,7 +1,8 @@
 """Which rank printed a line: launcher prefixes first, then rank markers in the text.
 
 Launchers are read from PREFIXES, one line each; the rank census of a chunk is built from the
-same table, so the two never disagree.
+same table, so the two never disagree. RELAYS are the lines with which a launcher hands on
+another process's error: the traceback after one is the named rank's.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Prefix:
     """A launcher's line prefix: `pattern` matches it at the start of a line (or right after an
-    outer prefix) with the rank as its one group; `example` is a real line it must read."""
+    outer prefix) with the rank as its one group; `example` is a real line it must read. A
+    pattern that only looks ahead reads the rank and leaves the text whole (sglang's rank sits
+    in the bracket that also holds the line's time)."""
 
     launcher: str
     pattern: str
@@ -34,10 +37,34 @@ PREFIXES = (
            "worker-1: [rank5]: torch.OutOfMemoryError: CUDA out of memory."),
     Prefix("srun -l / --label", r" {0,4}(\d{1,6}): (?=\S)", True, 7,
            "7: Traceback (most recent call last):"),
+    Prefix("Lightning / NeMo rank-prefixed messages", r"\[rank: (\d{1,6})\] ", True, 1,
+           "[rank: 1] Seed set to 42"),
+    Prefix("vLLM worker with its rank", r"\(VllmWorker rank=(\d{1,6}) pid=\d{1,9}\) ", True, 5,
+           "(VllmWorker rank=5 pid=50999) ERROR 07-07 15:19:48 [multiproc_executor.py:492] "
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB."),
+    # vLLM's tensor-parallel workers; beside data-parallel or pipeline ranks (Worker_PP1_TP0)
+    # the TP index is the rank within its group, so it is read as a local rank.
+    Prefix("vLLM tensor-parallel worker", r"\(VllmWorker TP(\d{1,4}) pid=\d{1,9}\) ", False, 2,
+           "(VllmWorker TP2 pid=47571) WARNING 09-09 15:47:25 [fused_moe.py:727] Using default "
+           "MoE config. Performance might be sub-optimal!"),
+    Prefix("vLLM worker in a DP/PP/TP/EP grid (its TP index)",
+           r"\(Worker_(?:DP\d{1,4}_)?(?:PP\d{1,4}_)?TP(\d{1,4})(?:_EP\d{1,4})? pid=\d{1,9}\) ",
+           False, 0, "(Worker_PP1_TP0 pid=3954408) ERROR 02-27 00:29:48 "
+           "[multiproc_executor.py:863] torch.distributed.DistBackendError: NCCL error in:"),
+    Prefix("vLLM data-parallel engine core", r"\(EngineCore_DP(\d{1,4}) pid=\d{1,9}\) ", False,
+           1, "(EngineCore_DP1 pid=1250) INFO 12-29 13:13:22 [shm_broadcast.py:542] No available "
+           "shared memory broadcast block found in 60 seconds."),
+    Prefix("sglang scheduler (TP index; DP and PP before it)",
+           r"(?=\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: DP\d{1,4})?(?: PP\d{1,4})? TP(\d{1,4})"
+           r"(?: EP\d{1,4})?\] )", False, 3,
+           "[2026-03-11 12:26:04 DP1 TP3] Scheduler hit an exception: Traceback (most recent "
+           "call last):"),
 )
 _PREFIXES = tuple((re.compile(p.pattern), p.is_global) for p in PREFIXES)
-# Rank written in the message itself: `[Rank 3]`, `[rank 3]`, `rank=3`, `RANK 3`, `Rank 3 `.
-_IN_TEXT = re.compile(r"(?<![\w.])(?:\[rank ?|rank[ =:]\s?)(\d{1,6})\b", re.IGNORECASE)
+# Rank written in the message itself: `[Rank 3]`, `[rank 3]`, `rank=3`, `RANK 3`, `Rank 3 `,
+# `[Worker:3]`.
+_IN_TEXT = re.compile(r"(?<![\w.])(?:\[rank ?|rank[ =:]\s?|\[worker:)(\d{1,6})\b",
+                      re.IGNORECASE)
 # NCCL debug lines: `host:pid:tid [N] NCCL INFO ...` (N is the local device/rank).
 _NCCL = re.compile(r"^[\w.-]+:\d+:\d+ \[(\d+)\] NCCL ")
 _TEXT_SPAN = 160
@@ -59,8 +86,8 @@ def split_prefix(text: str) -> tuple[int | None, int]:
                     rank = value
                 else:
                     local = value
+                matched = match.end() > position  # a look-ahead reads and ends the prefixes
                 position = match.end()
-                matched = True
                 break
     return (rank if rank is not None else local), position
 
@@ -85,7 +112,7 @@ _PATH_RANK = (
 )
 # Rank markers counted over whole chunks, to know which ranks exist even if they stayed quiet.
 # Each pattern starts with a literal, which the regex engine finds fast.
-_CENSUS_MARKERS = re.compile(r"\[(?:rank ?|default|Rank )(\d{1,6})\]")
+_CENSUS_MARKERS = re.compile(r"\[(?:rank ?|default|Rank |Worker:)(\d{1,6})\]")
 _CENSUS_PREFIXES = re.compile("\n(?:" + "|".join(p.pattern for p in PREFIXES) + ")")
 
 
@@ -104,3 +131,33 @@ def census(text: str) -> set[int]:
     for groups in set(_CENSUS_PREFIXES.findall("\n" + text)):
         found.add(next(rank for rank in groups if rank))
     return {int(rank) for rank in found}
+
+
+@dataclass(frozen=True)
+class Relay:
+    """A launcher's line that hands on another process's error (`pattern` found anywhere in
+    the line, the rank its one group); `example` is a real line it must read."""
+
+    launcher: str
+    pattern: str
+    rank: int
+    example: str
+
+
+RELAYS = (
+    Relay("torch.multiprocessing.spawn (the parent re-raises a child's error)",
+          r"-- Process (\d{1,6}) terminated with the following error:", 3,
+          "-- Process 3 terminated with the following error:"),
+    Relay("Ray Train (one rank's error snippet)", r"\[Rank (\d{1,6}) Error Snippet\]:", 1,
+          "[Rank 1 Error Snippet]:"),
+)
+_RELAYS = tuple(re.compile(r.pattern) for r in RELAYS)
+
+
+def relayed_rank(body: str) -> int | None:
+    """The rank whose error the lines after this one relay, if this line introduces one."""
+    for pattern in _RELAYS:
+        match = pattern.search(body, 0, _TEXT_SPAN)
+        if match:
+            return int(match.group(1))
+    return None

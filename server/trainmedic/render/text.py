@@ -6,7 +6,7 @@ import textwrap
 from collections import Counter
 
 from trainmedic.catalogue.rules import Catalogue, Rule
-from trainmedic.model import Diagnosis, Line, Role, Unexplained
+from trainmedic.model import Basis, Diagnosis, Line, Role, Unexplained
 from trainmedic.render.entry import Section, sections
 from trainmedic.render.redact import evidence_text
 from trainmedic.render.sparkline import sparkline_rows
@@ -16,6 +16,17 @@ TEXT_EVIDENCE = 6
 TEXT_WIDTH = 160
 TEXT_WRAP = 96
 TIMELINE_ROWS = 12
+BASIS_WORDS = {
+    Basis.FIRST_ROOT_CAUSE: "its root-cause error came before any other rank's",
+    Basis.EXITED_BY_ITSELF: "the launcher saw it end by itself and then stopped the others",
+    Basis.NAMED_BY_PEERS: "the other ranks name it in their collective-mismatch reports",
+    Basis.LAGGING_SEQUENCE: "its collective sequence number lags the other ranks'",
+    Basis.MISSING_FROM_REPORTS: "it is the one rank missing from the others' timeout reports",
+    Basis.ONLY_RANK_IN_INPUT: "it is the only rank in this input; whether it failed first is "
+                              "not known",
+    Basis.ALL_RANKS_ALIKE: "every rank failed alike, so no single rank started it",
+    Basis.UNDETERMINED: "this input does not show which rank failed first",
+}
 
 
 def _clip(text: str, width: int = TEXT_WIDTH) -> str:
@@ -70,6 +81,19 @@ def _failures(failures: tuple[Unexplained, ...], lead: str, secrets: bool) -> li
     return out
 
 
+def _initiating(diagnosis: Diagnosis) -> list[str]:
+    """The initiating rank, how it was chosen in words, and the evidence for it."""
+    rank = diagnosis.initiating_rank
+    basis = diagnosis.initiating_basis
+    head = f"Initiating rank: {rank if rank is not None else 'not determined'}"
+    if rank is not None or basis is not Basis.UNDETERMINED or diagnosis.ranks:
+        head += f" ({BASIS_WORDS[basis]})"
+    out = _wrap(head)
+    if diagnosis.reason:
+        out.extend(_wrap(f"({diagnosis.reason})", "  "))
+    return out
+
+
 def _indent(text: str, prefix: str = "    ") -> list[str]:
     return [prefix + line if line else "" for line in text.strip().splitlines()]
 
@@ -79,11 +103,8 @@ def _root_cause(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool) -> li
     top = diagnosis.root_causes[0]
     rule = catalogue.by_id[top.rule_id]
     advice = rule.advice(top.matched)
-    rank = diagnosis.initiating_rank
     out = [f"Root cause: {rule.title}  [{rule.id}, confidence {top.confidence:.2f}]",
-           f"Initiating rank: {rank if rank is not None else 'not determined'}"]
-    if diagnosis.reason:
-        out.extend(_wrap(f"({diagnosis.reason})", "  "))
+           *_initiating(diagnosis)]
     return [*out, "", *_wrap(rule.summary), "", "Evidence:",
             *_evidence_lines(top.evidence, secrets), "", "Fix:", *_indent(advice.fix), "",
             f"Verify:  {advice.verify_command}", *_wrap(advice.verify_explains, "    ")]
@@ -129,8 +150,7 @@ def render_text(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = Fals
                     *_failures(failures, "  - ", secrets)])
     if not roots and diagnosis.initiating_rank is not None:
         out.append("")
-        out.append(f"Initiating rank: {diagnosis.initiating_rank}")
-        out.extend(_wrap(f"({diagnosis.reason})", "  "))
+        out.extend(_initiating(diagnosis))
     out.extend(_timeline(diagnosis))
     out.extend(sparkline_rows(diagnosis.series,
                               {a.detector for a in diagnosis.unexplained_anomalies}))
