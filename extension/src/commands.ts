@@ -6,7 +6,7 @@ import * as path from 'path';
 import * as vscode from 'vscode';
 import { CatalogueEntries } from './catalogue';
 import { ServerManager, currentSettings } from './common/server';
-import { DiagnoseResult, parseDiagnoseResult, rootCause } from './diagnosis';
+import { DiagnoseResult, failedFirst, parseDiagnoseResult, rootCause } from './diagnosis';
 import { FolderFile, LogText, isBinary, isLogFileName, joinLogs, selectWithinBudget } from './logFolder';
 import { Locate } from './panel/model';
 import { ResultsPanel } from './panel/panel';
@@ -234,7 +234,8 @@ export class Commands implements vscode.Disposable {
         if (!root) {
             return;
         }
-        const rank = result.initiatingRank === null ? '' : ` (rank ${result.initiatingRank} failed first)`;
+        const rank = result.initiatingRank === null ? ''
+            : failedFirst(result) ? ` (rank ${result.initiatingRank} failed first)` : ` (rank ${result.initiatingRank})`;
         const choice = await vscode.window.showWarningMessage(
             `TrainMedic: ${commandName(output)} failed: ${root.title}${rank}.`,
             'Show diagnosis',

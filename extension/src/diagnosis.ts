@@ -31,7 +31,7 @@ export interface LineRef {
 
 export interface RankReport {
     readonly rank: number;
-    /** failed-first, failed-collateral, killed, healthy or silent. */
+    /** failed-first, failed (by itself, order unknown), failed-collateral, killed, healthy or silent. */
     readonly status: string;
     readonly firstFailure: LineRef | null;
 }
@@ -57,6 +57,9 @@ export interface DiagnoseResult {
     readonly initiatingRank: number | null;
     /** Why that rank (or why none): the server's words; may be empty. */
     readonly initiatingReason: string;
+    /** How the rank was chosen: first-root-cause, exited-by-itself, named-by-peers, lagging-sequence,
+     *  missing-from-reports, only-rank-in-input, all-ranks-alike or undetermined. */
+    readonly initiatingBasis: string;
     readonly findings: readonly Finding[];
     readonly ranks: readonly RankReport[];
     readonly markdown: string;
@@ -191,6 +194,7 @@ export function parseDiagnoseResult(value: unknown): DiagnoseResult {
     return {
         initiatingRank: rankOrNull(r.initiating_rank, 'initiating_rank'),
         initiatingReason: r.initiating_reason === undefined || r.initiating_reason === null ? '' : string(r.initiating_reason, 'initiating_reason'),
+        initiatingBasis: r.initiating_basis === undefined || r.initiating_basis === null ? 'undetermined' : string(r.initiating_basis, 'initiating_basis'),
         findings: array(r.diagnoses, 'diagnoses').map((d, i) => finding(d, `diagnoses[${i}]`)),
         ranks: rankReports(r.ranks),
         markdown: r.markdown === undefined ? '' : string(r.markdown, 'markdown'),
@@ -231,4 +235,10 @@ export function parseCatalogueEntry(value: unknown): CatalogueEntry {
 /** The most likely root cause: the server orders findings most likely root cause first. */
 export function rootCause(result: DiagnoseResult): Finding | undefined {
     return result.findings.find((f) => f.role === 'root');
+}
+
+/** Whether the basis says the rank failed before the others (not only that it is the one shown). */
+export function failedFirst(result: DiagnoseResult): boolean {
+    return result.initiatingRank !== null
+        && !['only-rank-in-input', 'all-ranks-alike', 'undetermined'].includes(result.initiatingBasis);
 }

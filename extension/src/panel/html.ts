@@ -50,6 +50,7 @@ export function embeddedJson(value: unknown): string {
 
 const STATUS_LABELS: Readonly<Record<string, string>> = {
     'failed-first': 'failed first',
+    failed: 'failed (order unknown)',
     'failed-collateral': 'collateral',
     killed: 'killed',
     healthy: 'healthy',

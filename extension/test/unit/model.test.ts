@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { MalformedResultError, parseDiagnoseResult } from '../../src/diagnosis';
+import { MalformedResultError, failedFirst, parseDiagnoseResult } from '../../src/diagnosis';
 import { Locate, buildPanelModel, relatedFromMarkdown } from '../../src/panel/model';
 
 /** A real answer of the server for test/fixtures/workspace/torchrun-amp.log. */
@@ -135,8 +135,16 @@ describe('parsing the server’s answer', () => {
         assert.throws(() => parseDiagnoseResult(null), new MalformedResultError('the result'));
     });
 
+    it('says a rank failed first only when its basis orders the ranks', () => {
+        const answer = (basis: string) => parseDiagnoseResult({ initiating_rank: 3, initiating_basis: basis, diagnoses: [] });
+        assert.equal(failedFirst(answer('exited-by-itself')), true);
+        assert.equal(failedFirst(answer('first-root-cause')), true);
+        assert.equal(failedFirst(answer('only-rank-in-input')), false);
+        assert.equal(failedFirst(parseDiagnoseResult({ initiating_rank: null, initiating_basis: 'undetermined', diagnoses: [] })), false);
+    });
+
     it('accepts an answer without the optional fields', () => {
         const minimal = parseDiagnoseResult({ initiating_rank: null, diagnoses: [] });
-        assert.deepEqual(minimal, { initiatingRank: null, initiatingReason: '', findings: [], ranks: [], markdown: '', series: [] });
+        assert.deepEqual(minimal, { initiatingRank: null, initiatingReason: '', initiatingBasis: 'undetermined', findings: [], ranks: [], markdown: '', series: [] });
     });
 });
