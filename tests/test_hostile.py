@@ -244,3 +244,55 @@ def test_a_real_accelerate_config_still_parses() -> None:
     deepspeed = root.get("deepspeed_config")
     assert deepspeed is not None
     assert deepspeed.get("zero_stage") is not None
+
+
+# --- log globs ------------------------------------------------------------------------------
+
+def test_nine_double_stars_against_a_deep_path_take_milliseconds() -> None:
+    import time
+
+    from trainmedic.lsp.log_globs import is_log
+
+    glob = "**/" * 9 + "*.log"
+    deep = "/ws/" + "/".join(f"d{n}" for n in range(25))
+    start = time.monotonic()
+    assert not is_log(deep + "/notes.txt", [glob], ["/ws"])
+    assert is_log(deep + "/run.log", [glob], ["/ws"])
+    assert not is_log(deep + "/run.log.gz", ["**/a*a*a*a*a*a*a*a*a*b/**/*.log"], [])
+    assert time.monotonic() - start < 0.05
+
+
+@pytest.mark.parametrize(("glob", "path", "expected"), [
+    ("**/*.log", "/ws/a/b/run.log", True),
+    ("**/*.log", "/ws/run.log.txt", False),
+    ("logs/**/rank-?.out", "/ws/logs/rank-1.out", True),
+    ("logs/**/rank-?.out", "/ws/logs/a/b/rank-12.out", False),
+    ("**.log", "/ws/a/b.log", True),
+    ("{a,b{c,d}}/x.log", "/ws/bd/x.log", True),
+    ("{a,b{c,d}}/x.log", "/ws/b/x.log", False),
+    ("[!x]*.out", "/ws/xno.out", False),
+    ("[a-c]*.out", "/ws/bob.out", True),
+])
+def test_glob_semantics(glob: str, path: str, expected: bool) -> None:
+    from trainmedic.lsp.log_globs import is_log
+
+    assert is_log(path, [glob], ["/ws"]) is expected
+
+
+def test_an_invalid_glob_is_reported_and_skipped_and_the_others_kept() -> None:
+    from trainmedic.lsp.log_globs import is_log
+    from trainmedic.lsp.settings import Settings
+
+    settings, problems = Settings().updated({"logGlobs": ["[z-a].log", "**/*.out"]})
+    assert settings.log_globs == ("**/*.out",)
+    assert len(problems) == 1
+    assert problems[0].startswith("trainmedic.logGlobs: '[z-a].log' is not a valid glob (")
+    assert "it is skipped" in problems[0]
+    assert is_log("/ws/a.out", ["[z-a].log", "**/*.out"], ["/ws"])  # and matching copes too
+    assert not is_log("/ws/a.log", ["[z-a].log"], ["/ws"])
+
+
+def test_log_globs_wait_for_workspace_trust() -> None:
+    manifest = json.loads((ROOT / "extension" / "package.json").read_text("utf-8"))
+    restricted = manifest["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"]
+    assert "trainmedic.logGlobs" in restricted

@@ -35,7 +35,10 @@ class GrowingFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.stream = open_regular(path)  # kept open while followed
+        try:
+            self.stream = open_regular(path)  # kept open while followed
+        except InputError as error:  # callers (the editor's too) expect an OSError
+            raise OSError(str(error)) from None
         self.inode = os.fstat(self.stream.fileno()).st_ino
         self.position = 0
         self.tail = b""
