@@ -296,3 +296,75 @@ def test_log_globs_wait_for_workspace_trust() -> None:
     manifest = json.loads((ROOT / "extension" / "package.json").read_text("utf-8"))
     restricted = manifest["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"]
     assert "trainmedic.logGlobs" in restricted
+
+
+# --- redaction ------------------------------------------------------------------------------
+
+# (line as a log prints it, the secret that must not be shown)
+LEAKS = [
+    ('{"headers": {"Authorization": "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2ln"}}',
+     "eyJhbGciOiJIUzI1NiJ9"),
+    ("+ wandb login 0123456789abcdef0123456789abcdef01234567", "0123456789abcdef0123456789"),
+    ("+ python train.py --push_to_hub --hub_token hfx0Secret4Hub", "hfx0Secret4Hub"),
+    ("+ accelerate launch train.py --hub-token=hfx0Other9Hub", "hfx0Other9Hub"),
+    ('  password: "correct horse"', "correct horse"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    ("creds AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    ("SLACK_WEBHOOK xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+     "AbCdEfGhIjKlMnOpQrStUvWx"),
+    (r'"key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq98Zx\n'
+     r'-----END RSA PRIVATE KEY-----"', "MIIEowIBAAKCAQEA7bq98Zx"),
+]
+
+
+def test_secrets_on_evidence_lines_are_redacted_in_text_and_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("".join(
+        f"[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered {line}\n"
+        for line, _secret in LEAKS))
+    assert main(["diagnose", str(log), "--format", "json"]) == 0
+    shown = capsys.readouterr().out
+    evidence = " ".join(e["text"] for d in json.loads(shown)["diagnoses"] for e in d["evidence"])
+    assert main(["diagnose", str(log)]) == 0
+    text = capsys.readouterr().out
+    for line, secret in LEAKS:
+        assert secret not in shown, line
+        assert secret not in text, line
+    assert evidence.count("[REDACTED]") >= 3  # the evidence lines were there, masked
+    assert main(["diagnose", str(log), "--format", "json", "--no-redact"]) == 0
+    assert LEAKS[0][1] in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("line", "secret"), LEAKS)
+def test_each_secret_is_masked(line: str, secret: str) -> None:
+    from trainmedic.render.redact import MASK, redact
+
+    masked = redact(line)
+    assert secret not in masked
+    assert MASK in masked
+
+
+@pytest.mark.parametrize("line", [
+    "commit 0123456789abcdef0123456789abcdef01234567 step 3 loss=1.0",
+    "--tokens 512 --max_length 2048",
+    "password_hint: see the wiki",
+    "Authorization failed: retrying",
+])
+def test_look_alikes_are_left_alone(line: str) -> None:
+    from trainmedic.render.redact import redact
+
+    assert redact(line) == line
+
+
+def test_redaction_is_linear_on_hostile_lines() -> None:
+    import time
+
+    from trainmedic.render.redact import redact
+
+    start = time.monotonic()
+    for piece in ("-----BEGIN PRIVATE KEY-----", "password: '", "wandb login ", "--hub_token ",
+                  "AKIAIOSFODNN7EXAMPLE ", "Authorization: ", "xoxb-", "a" * 39 + "/"):
+        redact(piece * (200_000 // len(piece)))
+    assert time.monotonic() - start < 2  # about 0.2 s: linear, where backtracking takes minutes
