@@ -114,14 +114,15 @@ def test_directory_without_logs(tmp_path: Path) -> None:
 
 def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                          capsys: pytest.CaptureFixture[str]) -> None:
-    # Root reads files whatever their mode, so the refusal is simulated at open().
+    # Root reads files whatever their mode, so the refusal is simulated at os.open() (logs
+    # are opened without blocking, so that a pipe named like a log is refused, not waited on).
     path = tmp_path / "secret.log"
     path.write_text("x")
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(inputs, "open", refuse, raising=False)
+    monkeypatch.setattr(inputs.os, "open", refuse)
     assert main(["diagnose", str(path)]) == EXIT_INPUT
     assert capsys.readouterr().err == f"trainmedic: {path}: permission denied\n"
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from trainmedic import __version__
 
@@ -69,6 +70,19 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (the full usage is one `--help` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+MAX_SIZE = 1 << 60  # an exbibyte: more than any log, and a number every reader can count to
+MAX_JOBS = 4096  # more processes than any machine has cores; above this a count is a typo
+MAX_INTERVAL = 3600.0  # an hour between looks at a log
+MAX_TIMEOUT = 30 * 86400.0  # thirty days of watching
+
+
 def _size(text: str) -> int:
     """`500M`, `2G`, `1024` → bytes, for --max-bytes."""
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -76,19 +90,36 @@ def _size(text: str) -> int:
     if unit.isdigit():
         number, unit = number + unit, ""
     try:
-        value = int(float(number) * units[unit])
+        amount = float(number) * units[unit]
     except (ValueError, KeyError):
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 500M or 2G)") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"not a positive size: {text!r}")
-    return value
+    if not 1 <= amount <= MAX_SIZE:  # also refuses nan and inf
+        raise argparse.ArgumentTypeError(f"not a size between 1 byte and 1 EiB: {text!r}")
+    return int(amount)
 
 
 def _jobs(text: str) -> int:
-    """A positive process count, for --jobs."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"not a process count: {text!r} (try 1, 2 or 8)")
+    """A positive process count, for --jobs (more than the cores is capped later)."""
+    if not text.isdigit() or len(text) > 6 or not 1 <= int(text) <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(
+            f"not a process count from 1 to {MAX_JOBS}: {text!r} (try 1, 2 or 8)")
     return int(text)
+
+
+def _seconds(low: float, high: float) -> Callable[[str], float]:
+    """A parser of a finite number of seconds in `(low, high]`, for watch's options."""
+
+    def seconds(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not low < value <= high:  # also refuses nan and inf
+            raise argparse.ArgumentTypeError(
+                f"not a number of seconds above {low:g} and at most {high:.10g}: {text!r}")
+        return value
+
+    return seconds
 
 
 def _fail(message: str, code: int) -> int:
@@ -132,7 +163,7 @@ def _progress(total: int) -> Callable[[int], None]:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from trainmedic.diagnosis.engine import diagnose
-    from trainmedic.events.parallel import jobs_for
+    from trainmedic.events.parallel import cores, jobs_for
     from trainmedic.logs.inputs import expand, opened, total_size
     from trainmedic.matching.choice import matcher_for
 
@@ -145,6 +176,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"trainmedic: warning: {warning}", file=sys.stderr)
     total = total_size(files, args.max_bytes)
+    if args.jobs and args.jobs > cores():
+        if args.verbose:
+            print(f"trainmedic: --jobs {args.jobs} capped at the {cores()} cores here",
+                  file=sys.stderr)
+        args.jobs = cores()
     jobs = 1 if args.max_bytes else jobs_for(total, args.jobs)
     if args.verbose:
         print(f"trainmedic: reading with {jobs} process{'es' if jobs > 1 else ''}",
@@ -164,12 +200,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
-    from trainmedic.diagnosis.watch import Follower, watch
+    from trainmedic.diagnosis.watch import Follower, refuse_unwatchable, watch
 
     catalogue = _catalogue(args.rules)
-    for path in args.paths:
-        if not Path(path).exists():
-            return _fail(f"{path}: no such file or directory", EXIT_INPUT)
+    refuse_unwatchable(args.paths)
     tty = sys.stderr.isatty()
     printed = {"last": -1.0}
 
@@ -320,8 +354,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return serve(_catalogue(args.rules))
 
 
-def _add_diagnose(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-                  rules_option: argparse.ArgumentParser) -> None:
+def _add_diagnose(commands: argparse._SubParsersAction[_Parser],
+                  rules_option: _Parser) -> None:
+    from trainmedic.logs.inputs import STDIN_MAX_BYTES
+
     diagnose = commands.add_parser(
         "diagnose", parents=[rules_option], help="diagnose training logs",
         description=DIAGNOSE_HELP, epilog=EXIT_CODES, formatter_class=_Formatter)
@@ -340,7 +376,8 @@ def _add_diagnose(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                                "passwords in them are replaced by [REDACTED]")
     diagnose.add_argument("--max-bytes", type=_size, metavar="SIZE",
                           help="read at most SIZE of each input (e.g. 500M, 2G); the rest is "
-                               "skipped with a warning. Default: everything")
+                               "skipped with a warning. Default: everything of a file, "
+                               f"{STDIN_MAX_BYTES >> 30} GiB of standard input")
     diagnose.add_argument("--jobs", "-j", type=_jobs, metavar="N",
                           help="processes to read big inputs with (default: every core); "
                                "inputs under 32 MB, stdin and --max-bytes read in one. "
@@ -348,8 +385,8 @@ def _add_diagnose(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     diagnose.set_defaults(func=cmd_diagnose)
 
 
-def _add_watch(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-               rules_option: argparse.ArgumentParser) -> None:
+def _add_watch(commands: argparse._SubParsersAction[_Parser],
+               rules_option: _Parser) -> None:
     watch = commands.add_parser(
         "watch", parents=[rules_option], help="follow growing logs until a root cause appears",
         description="Follow log files or a torchrun --log-dir while the job runs, reading only "
@@ -360,17 +397,19 @@ def _add_watch(commands: argparse._SubParsersAction[argparse.ArgumentParser],
                f"passed without one, {EXIT_INTERRUPTED} on Ctrl-C\n\n" + EXIT_CODES,
         formatter_class=_Formatter)
     watch.add_argument("paths", nargs="+", metavar="PATH", help="log file or directory")
-    watch.add_argument("--interval", type=float, default=1.0, metavar="SECONDS",
-                       help="how often to look for new bytes (default 1)")
-    watch.add_argument("--timeout", type=float, metavar="SECONDS",
-                       help="give up after this long and print what was found")
+    watch.add_argument("--interval", type=_seconds(0, MAX_INTERVAL), default=1.0,
+                       metavar="SECONDS", help="how often to look for new bytes (default 1, "
+                                               f"at most {MAX_INTERVAL:g})")
+    watch.add_argument("--timeout", type=_seconds(0, MAX_TIMEOUT), metavar="SECONDS",
+                       help="give up after this long and print what was found "
+                            f"(at most {MAX_TIMEOUT:g}, thirty days)")
     watch.add_argument("--format", choices=("text", "json"), default="text")
     watch.add_argument("--no-redact", action="store_true", help="as for diagnose")
     watch.set_defaults(func=cmd_watch)
 
 
-def _add_rules(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-               rules_option: argparse.ArgumentParser) -> None:
+def _add_rules(commands: argparse._SubParsersAction[_Parser],
+               rules_option: _Parser) -> None:
     doctor = commands.add_parser(
         "doctor", parents=[rules_option], help="what trainmedic runs with here",
         description="Print the version, the catalogue, the matcher backend in use (and where "
@@ -401,7 +440,7 @@ def _add_rules(commands: argparse._SubParsersAction[argparse.ArgumentParser],
     validate.set_defaults(func=cmd_rules_validate)
 
 
-def _add_probe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_probe(commands: argparse._SubParsersAction[_Parser]) -> None:
     from trainmedic.probes import PROBES
 
     probe = commands.add_parser(
@@ -419,7 +458,7 @@ def _add_probe(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     probe.set_defaults(func=cmd_probe)
 
 
-def _add_check_and_lsp(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_check_and_lsp(commands: argparse._SubParsersAction[_Parser]) -> None:
     check = commands.add_parser(
         "check", help="check training scripts and configs for risky lines",
         description=CHECK_HELP, epilog=EXIT_CODES, formatter_class=_Formatter)
@@ -441,8 +480,8 @@ def _add_check_and_lsp(commands: argparse._SubParsersAction[argparse.ArgumentPar
     lsp.set_defaults(func=cmd_lsp)
 
 
-def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser],
-             rules_option: argparse.ArgumentParser) -> None:
+def _add_mcp(commands: argparse._SubParsersAction[_Parser],
+             rules_option: _Parser) -> None:
     mcp = commands.add_parser(
         "mcp", parents=[rules_option],
         help="serve diagnose, check and explain to AI agents over MCP (stdin/stdout)",
@@ -457,13 +496,13 @@ def _add_mcp(commands: argparse._SubParsersAction[argparse.ArgumentParser],
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="trainmedic",
         description="Diagnose failed ML training runs from their logs, locally.",
         epilog=EXIT_CODES, formatter_class=_Formatter)
     parser.add_argument("--version", action="version", version=f"trainmedic {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    rules_option = argparse.ArgumentParser(add_help=False)
+    rules_option = _Parser(add_help=False)
     rules_option.add_argument(
         "--rules", action="append", default=[], metavar="DIR",
         help="a rule pack directory to add to (or override) the bundled catalogue; repeatable")

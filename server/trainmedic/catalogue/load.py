@@ -8,6 +8,7 @@ where its id and category say). An invalid file fails with one line: file, line 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 from trainmedic.catalogue.regex_safety import check_pattern
 from trainmedic.catalogue.rules import Catalogue, Condition, Rule, RuleError
+from trainmedic.catalogue.safe_yaml import compose_and_load
 from trainmedic.metrics.detectors.registry import unknown_params
 from trainmedic.metrics.samples import METRIC_GROUPS
 
@@ -81,8 +83,7 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
     except (OSError, UnicodeDecodeError) as error:
         raise RuleError(file_name, None, "(file)", f"cannot read: {error}") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.load(text, Loader=yaml.SafeLoader)
+        root, data = compose_and_load(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         problem = getattr(error, "problem", None) or "invalid YAML"
@@ -191,11 +192,24 @@ def _check_semantics(data: dict[str, Any], path: Path, base: Path | None,
         raise fail(["monitor"], f"names no fingerprint or detector: {data['monitor']!r}")
 
 
+def _pack_files(directory: Path) -> Iterable[Path]:
+    """The YAML files under `directory`; a folder that cannot be listed raises RuleError (a
+    silent skip would report a readable pack as empty)."""
+
+    def unreadable(error: OSError) -> None:
+        reason = "permission denied" if isinstance(error, PermissionError) else \
+            f"cannot read: {error.strerror or error}"
+        raise RuleError(str(error.filename or directory), None, "(pack)", reason)
+
+    for root, _dirs, names in os.walk(directory, onerror=unreadable):
+        yield from (Path(root, n) for n in names if n.endswith((".yaml", ".yml")))
+
+
 def load_pack(directory: Path) -> Catalogue:
     """Every `*.yaml`/`*.yml` rule under `directory`; the first invalid one raises."""
     if not directory.is_dir():
         raise RuleError(str(directory), None, "(pack)", "not a directory")
-    files = sorted(p for p in directory.rglob("*") if p.suffix in (".yaml", ".yml"))
+    files = sorted(_pack_files(directory))
     if not files:
         raise RuleError(str(directory), None, "(pack)", "no *.yaml rule files")
     validate = _schema_validator()

@@ -19,7 +19,7 @@ from trainmedic import __version__
 from trainmedic.checks.findings import CheckError, CheckFinding, Range, Severity
 from trainmedic.checks.registry import CHECKS, check_by_code
 from trainmedic.checks.runner import file_kind, fix_all, run_checks
-from trainmedic.logs.inputs import SNIFF_BYTES, InputError, is_binary
+from trainmedic.logs.inputs import SNIFF_BYTES, InputError, is_binary, open_regular
 
 ENTRY_URL = "https://trainmedic.dev/rules/{}"
 MAX_WALKED_BYTES = 1 << 20  # larger JSON/YAML met in a walk is data, not a config
@@ -77,9 +77,8 @@ def collect(paths: list[str]) -> tuple[list[tuple[Path, bool]], list[str]]:
 def read(path: Path) -> str:
     """The file's text with its newlines as they are; InputError when it is not text."""
     try:
-        data = path.read_bytes()
-    except PermissionError:
-        raise InputError(f"{path}: permission denied") from None
+        with open_regular(str(path)) as stream:  # a pipe named train.py would block
+            data = stream.read()
     except OSError as error:
         raise InputError(f"{path}: {error.strerror or error}") from None
     if is_binary(data[:SNIFF_BYTES]):

@@ -9,6 +9,7 @@ language server follows an open log with the same `GrowingFile`.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.diagnosis.engine import Diagnoser
 from trainmedic.logs.formats import adapt, written_whole
-from trainmedic.logs.inputs import InputError, expand
+from trainmedic.logs.inputs import InputError, expand, open_regular, refused
 from trainmedic.logs.reader import CHUNK_BYTES, Chunker
 from trainmedic.model import Diagnosis
 
@@ -34,7 +35,10 @@ class GrowingFile:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.stream = open(path, "rb")  # noqa: SIM115 - kept open while followed
+        try:
+            self.stream = open_regular(path)  # kept open while followed
+        except InputError as error:  # callers (the editor's too) expect an OSError
+            raise OSError(str(error)) from None
         self.inode = os.fstat(self.stream.fileno()).st_ino
         self.position = 0
         self.tail = b""
@@ -56,9 +60,9 @@ class GrowingFile:
         if not self._rewritten():
             return False
         try:
-            stream = open(self.path, "rb")  # noqa: SIM115 - kept open while followed
+            stream = open_regular(self.path)  # kept open while followed
             inode = os.fstat(stream.fileno()).st_ino
-        except OSError:
+        except (OSError, InputError):
             return False  # gone again: look next time
         self.stream.close()
         self.stream, self.inode, self.position, self.tail = stream, inode, 0, b""
@@ -108,7 +112,7 @@ class Follower:
     def _open(self, name: str) -> None:
         try:
             file = GrowingFile(name)
-        except OSError:
+        except (OSError, InputError):
             return
         if written_whole(name):
             source = adapt(name, file.stream)
@@ -143,6 +147,21 @@ class Follower:
         for followed in self.files.values():
             if followed is not None:
                 followed.file.close()
+
+
+def refuse_unwatchable(paths: list[str]) -> None:
+    """Raise InputError for a path that can never be followed: missing, unreadable, or not a
+    regular file (a pipe would block). A folder may still be empty: its logs come later."""
+    for path in paths:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as error:
+            raise refused(path, error) from None
+        if stat.S_ISDIR(mode):
+            if not os.access(path, os.R_OK | os.X_OK):
+                raise InputError(f"{path}: permission denied")
+        else:
+            open_regular(path).close()
 
 
 def watch(paths: list[str], catalogue: Catalogue, interval: float = 1.0,

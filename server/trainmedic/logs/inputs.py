@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import re
@@ -20,6 +21,7 @@ from trainmedic.logs.prefixes import rank_of_path
 LOG_SUFFIXES = {".log", ".out", ".err", ".txt", *(s for f in FORMATS for s in f.SUFFIXES)}
 LOG_NAMES = {"stdout", "stderr"}
 SNIFF_BYTES = 8192
+STDIN_MAX_BYTES = 4 << 30  # what `-` reads by default: a stream may never end
 
 
 class InputError(Exception):
@@ -30,14 +32,64 @@ _REASONS = {FileNotFoundError: "no such file or directory",
             PermissionError: "permission denied", IsADirectoryError: "is a directory"}
 
 
-def _refused(name: str, error: OSError) -> InputError:
+def refused(name: str, error: OSError) -> InputError:
     """The one line for an input the system would not look at or open."""
     return InputError(f"{name}: {_REASONS.get(type(error)) or error.strerror or error}")
 
 
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """UTF-16 or UTF-32 when the first block starts with its byte-order mark (Windows tools
+    write logs so): such text is full of NUL bytes and is decoded, not refused as binary."""
+    return next((name for bom, name in _BOMS if head.startswith(bom)), None)
+
+
 def is_binary(head: bytes) -> bool:
     """A NUL byte in the first block marks a binary file, as grep and git decide."""
-    return b"\0" in head
+    return b"\0" in head and wide_encoding(head) is None
+
+
+_KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def irregular_kind(mode: int) -> str | None:
+    """What a file that is not a regular one is (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((k for test, k in _KINDS if test(mode)), "not a file")
+
+
+def not_regular(name: str, mode: int) -> InputError | None:
+    """The one line refusing what is not a regular file: reading a pipe, socket or device
+    could block or never end (stdin, `-`, is the way to pipe a log in)."""
+    kind = irregular_kind(mode)
+    if kind is None:
+        return None
+    return InputError(f"{name}: {kind}, not a regular file (pipe a stream into `-` instead)")
+
+
+def open_regular(name: str) -> BinaryIO:
+    """`name` opened for reading if it is a regular file; InputError otherwise.
+
+    The open does not block (a FIFO would wait for a writer) and the type is checked on the
+    opened descriptor, so a file swapped for a pipe after a check is still refused.
+    """
+    try:
+        descriptor = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                             | getattr(os, "O_CLOEXEC", 0))
+    except OSError as error:
+        raise refused(name, error) from None
+    refusal = not_regular(name, os.fstat(descriptor).st_mode)
+    if refusal is not None:
+        os.close(descriptor)
+        raise refusal
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(descriptor, True)
+    return os.fdopen(descriptor, "rb")
 
 
 def _log_files(directory: Path) -> list[Path]:
@@ -87,15 +139,22 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
         try:
             mode = path.stat().st_mode
         except OSError as error:
-            raise _refused(given, error) from None
+            raise refused(given, error) from None
         if stat.S_ISDIR(mode):
             if not os.access(path, os.R_OK | os.X_OK):
                 raise InputError(f"{given}: permission denied")
             logs = []
             for candidate in _log_files(path):
                 try:
-                    with candidate.open("rb") as stream:
+                    kind = irregular_kind(candidate.stat().st_mode)
+                    if kind is not None:
+                        warnings.append(f"{candidate}: skipped ({kind}, not a regular file)")
+                        continue
+                    with open_regular(str(candidate)) as stream:
                         head = stream.read(SNIFF_BYTES)
+                except InputError as error:
+                    warnings.append(f"{candidate}: skipped ({str(error).split(': ', 1)[-1]})")
+                    continue
                 except OSError as error:
                     warnings.append(f"{candidate}: skipped ({error.strerror or error})")
                     continue
@@ -109,6 +168,9 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
             warnings.extend(layout_warnings(logs))
             files.extend(logs)
         else:
+            refusal = not_regular(given, mode)
+            if refusal is not None:
+                raise refusal
             files.append(given)
     return files, warnings
 
@@ -145,11 +207,52 @@ class _Bounded(io.RawIOBase):
         return len(data)
 
 
+class _Prefixed(io.RawIOBase):
+    """The bytes already read from a stream that cannot seek back, then the rest of it."""
+
+    def __init__(self, head: bytes, stream: BinaryIO) -> None:
+        self.head, self.stream = head, stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.head:
+            data, self.head = self.head[: len(buffer)], self.head[len(buffer) :]
+        else:
+            data = self.stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+class _Transcoded(io.RawIOBase):
+    """A UTF-16 or UTF-32 stream as UTF-8 bytes, decoded a block at a time."""
+
+    def __init__(self, stream: BinaryIO, encoding: str) -> None:
+        self.stream = stream
+        self.decoder = codecs.getincrementaldecoder(encoding)("replace")
+        self.pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self.pending:
+            data = self.stream.read(SNIFF_BYTES)
+            self.pending = self.decoder.decode(data, final=not data).encode("utf-8")
+            if not data:
+                break
+        data, self.pending = self.pending[: len(buffer)], self.pending[len(buffer) :]
+        buffer[: len(data)] = data
+        return len(data)
+
+
 class Inputs:
     """The named streams of some files, each opened when reached and closed after it.
 
     Opening lazily keeps one file open at a time, so a folder of ten thousand per-rank logs
-    needs no more file descriptors than one.
+    needs no more file descriptors than one. Standard input is read to `STDIN_MAX_BYTES`
+    unless `max_bytes` says otherwise: a stream may never end.
     """
 
     def __init__(self, files: list[str], max_bytes: int | None = None) -> None:
@@ -159,27 +262,30 @@ class Inputs:
 
     def _open_one(self, name: str) -> tuple[str, BinaryIO]:
         if name == "-":
-            return "<stdin>", sys.stdin.buffer
-        try:
-            stream: BinaryIO = open(name, "rb")  # noqa: SIM115 - closed by the iterator
-        except OSError as error:
-            raise _refused(name, error) from None
-        if stream.seekable():
-            if is_binary(stream.read(SNIFF_BYTES)):
-                stream.close()
-                raise InputError(f"{name}: binary file, not a log")
+            name, stream = "<stdin>", sys.stdin.buffer
+            head = stream.read(SNIFF_BYTES)
+            readable: BinaryIO = io.BufferedReader(_Prefixed(head, stream))
+        else:
+            stream = readable = self._open = open_regular(name)
+            head = stream.read(SNIFF_BYTES)
             stream.seek(0)
-        return name, stream
+        if is_binary(head):
+            raise InputError(f"{name}: binary file, not a log")
+        encoding = wide_encoding(head)
+        if encoding is not None:
+            readable = io.BufferedReader(_Transcoded(readable, encoding))
+        return name, readable
 
     def __iter__(self) -> Iterator[tuple[str, BinaryIO]]:
         for name in self.files:
             name_shown, stream = self._open_one(name)
-            self._open = stream if name_shown != "<stdin>" else None
-            bounded = _Bounded(stream, self.max_bytes) if self.max_bytes else None
+            limit = self.max_bytes or (STDIN_MAX_BYTES if name == "-" else None)
+            bounded = _Bounded(stream, limit) if limit else None
             yield name_shown, (io.BufferedReader(bounded) if bounded else stream)
             if bounded is not None and bounded.cut:
-                self.warnings.append(f"{name_shown}: read only the first {self.max_bytes} bytes "
-                                     "(--max-bytes)")
+                why = "--max-bytes" if self.max_bytes else \
+                    "the default for standard input; --max-bytes changes it"
+                self.warnings.append(f"{name_shown}: read only the first {limit} bytes ({why})")
             self.close()
 
     def close(self) -> None:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from trainmedic.lsp.log_globs import glob_problem
+
 CollateralSeverity = Literal["information", "hint", "warning"]
 
 DEFAULT_LOG_GLOBS = ("**/*.log", "**/*.out", "**/*.err", "**/slurm-*.out")
@@ -48,8 +50,23 @@ class Settings:
                 problems.append(f"trainmedic.{key} has an invalid value {data[key]!r}; "
                                 f"using the default {_wire(default)!r}")
                 value = default
+            if field.name == "log_globs":
+                value = _usable_globs(value, problems)
             changes[field.name] = value
         return dataclasses.replace(self, **changes), problems
+
+
+def _usable_globs(globs: tuple[str, ...], problems: list[str]) -> tuple[str, ...]:
+    """The globs that can be matched; a line in `problems` for each one skipped."""
+    usable = []
+    for glob in globs:
+        problem = glob_problem(glob)
+        if problem is None:
+            usable.append(glob)
+        else:
+            problems.append(f"trainmedic.logGlobs: {glob!r} is not a valid glob ({problem}); "
+                            "it is skipped")
+    return tuple(usable)
 
 
 def camel_case(name: str) -> str:

@@ -1,7 +1,8 @@
 """Secrets that training logs leak, masked before a line is shown or exported.
 
 Launch scripts echo their environment and libraries print their config, so logs carry tokens:
-Hugging Face, Weights & Biases, AWS, GitHub, OpenAI, bearer headers and passwords in URLs.
+Hugging Face, Weights & Biases, AWS, GitHub, OpenAI, Slack, bearer headers, command-line
+token flags, private keys and passwords (assigned, quoted or in URLs).
 Evidence is redacted by default (`--no-redact` shows it as it is).
 """
 
@@ -11,21 +12,39 @@ import re
 
 MASK = "[REDACTED]"
 
+# Every quantifier is bounded and each alternative starts with a fixed word, so a line costs
+# linear time whatever it holds.
 _SECRETS = re.compile(
-    r"(?P<hf>\bhf_[A-Za-z0-9]{30,64}\b)"
+    r"(?P<pem>-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----)"
+    r"[^-]{0,20000}(?P<pem_end>-----END [A-Z ]{0,40}PRIVATE KEY-----)?"
+    r"|(?P<hf>\bhf_[A-Za-z0-9]{30,64}\b)"
     r"|(?P<github>\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b)"
     r"|(?P<openai>\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,200}\b)"
+    r"|(?P<slack>\bxox[abpr]-[A-Za-z0-9-]{10,250})"
     r"|(?P<aws_key>\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)"
+    r"|(?P<wandb>(?i:wandb)\s{1,3}login\s{1,3}(?:--[a-z-]{1,20}\s{1,3}){0,2})"
+    r"(?P<wandb_key>[0-9a-f]{40})\b"
+    r"|(?P<flag>--(?i:hub[_-]token|hf[_-]token|wandb[_-]api[_-]key|api[_-]key|token|password)"
+    r"(?:=|\s{1,3}))(?P<flag_value>[^\s'\"]{4,200})"
+    r"|(?P<quoted>(?i:password|passwd|secret)['\"]?\s{0,3}[:=]\s{0,3}['\"])"
+    r"(?P<quoted_value>[^'\"\n]{1,200})(?=['\"])"
     r"|(?P<assigned>(?i:aws_secret_access_key|aws_session_token|wandb_api_key|hf_token|"
     r"hugging_face_hub_token|huggingface_token|github_token|openai_api_key|api[_-]?key|"
     r"password|passwd|secret|token)['\"]?\s{0,3}[:=]\s{0,3}['\"]?)(?P<value>[^\s'\",;]{8,200})"
-    r"|(?P<bearer>(?i:authorization:\s{0,3}(?:bearer|token|basic))\s{1,3})(?P<credential>[^\s'\",;]{8,500})"
+    r"|(?P<bearer>(?i:authorization['\"]?\s{0,3}:\s{0,3}['\"]?(?:bearer|token|basic))\s{1,3})"
+    r"(?P<credential>[^\s'\",;]{8,500})"
     r"|(?P<url>\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]{1,100}:)(?P<password>[^\s@/]{1,200})(?=@)"
 )
+# An AWS secret access key has no prefix of its own: 40 base64 characters, masked on a line
+# that names its key id.
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
 
 
 def _mask(match: re.Match[str]) -> str:
-    for prefix in ("assigned", "bearer", "url"):
+    if match.group("pem"):
+        return match.group("pem") + MASK + (match.group("pem_end") or "")
+    for prefix in ("wandb", "flag", "quoted", "assigned", "bearer", "url"):
         if match.group(prefix):
             return match.group(prefix) + MASK
     return MASK
@@ -33,7 +52,12 @@ def _mask(match: re.Match[str]) -> str:
 
 def redact(text: str) -> str:
     """`text` with every recognised secret replaced by MASK."""
-    return _SECRETS.sub(_mask, text) if text else text
+    if not text:
+        return text
+    if _AWS_KEY_ID.search(text):
+        text = "\n".join(_AWS_SECRET.sub(MASK, line) if _AWS_KEY_ID.search(line) else line
+                         for line in text.split("\n"))
+    return _SECRETS.sub(_mask, text)
 
 
 def evidence_text(text: str, secrets: bool) -> str:

@@ -181,7 +181,12 @@ def parse_json(path: str, text: str) -> ConfigDocument:
 def parse_yaml(path: str, text: str) -> ConfigDocument:
     import yaml
 
-    loader = yaml.SafeLoader(text)
+    from trainmedic.catalogue.safe_yaml import LimitedLoader
+
+    try:
+        loader = LimitedLoader(text)
+    except yaml.YAMLError as error:
+        raise CheckError(f"invalid YAML: {error}", 0) from None
 
     def mark(m: yaml.Mark) -> Position:
         return Position(m.line, m.column)
