@@ -74,7 +74,8 @@ def test_cli_on_a_1024_rank_log_directory(tmp_path: Path) -> None:
 def test_mixed_runs_and_clashing_ranks_warn_but_answer(tmp_path: Path) -> None:
     per_rank_files(Job(4, 2), "torchrun-log-dir", tmp_path / "run-a")
     per_rank_files(Job(4, 1, seed=3), "torchrun-log-dir", tmp_path / "run-b")
-    (tmp_path / "run-b" / "job" / "attempt_0" / "3" / "stdout.log").write_bytes(b"\x7fELF\2\1\1\0\0\0")
+    elf = b"\x7fELF\2\1\1\0\0\0"  # an executable's header: NUL bytes, no text encoding's BOM
+    (tmp_path / "run-b" / "job" / "attempt_0" / "3" / "stdout.log").write_bytes(elf)
     done = subprocess.run(
         [sys.executable, "-m", "trainmedic", "diagnose", str(tmp_path), "--format", "json"],
         capture_output=True, text=True, timeout=120, check=False)
