@@ -69,7 +69,8 @@ def test_healthy_runs_have_no_root_cause_and_nothing_unexplained(path: Path | No
 @pytest.mark.parametrize("folder", labelled_folders() or [MISSING], ids=lambda f: str(f.name)
                          if isinstance(f, Path) else "")
 def test_first_diagnosis_accuracy_in_every_folder(folder: Path | None) -> None:
-    cases = [(path, case) for path, case in labelled_cases() if path.parent == need(folder)]
+    where = need(folder)
+    cases = [(path, case) for path, case in labelled_cases() if path.parent == where]
     right = [right_first(path, case) for path, case in cases]
     assert len(right) >= 10
     assert sum(right) / len(right) >= FOLDER_ACCURACY, f"{sum(right)}/{len(right)}"

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from shared_files import CORPUS
+from shared_files import CORPUS, MISSING, case_id, healthy_logs, need
 
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose_text
@@ -249,18 +249,11 @@ def test_real_healthy_fp16_run_fires_nothing(tmp_path: Path) -> None:
     assert diagnose_text(log, CATALOGUE, "run.log").root_causes == ()
 
 
-HEALTHY = ["healthy/h2.log", "healthy/h5.log", "healthy/h7.log",
-           *(f"more/numerics-healthy/{n:03d}.log" for n in range(1, 7))]
-
-
-@pytest.mark.parametrize("name", HEALTHY)
-def test_healthy_corpus_fires_no_detector(name: str) -> None:
-    path = CORPUS / name
-    if not path.exists():
-        pytest.skip("corpus not beside this checkout")
-    text = path.read_text("utf-8")
+@pytest.mark.parametrize("path", healthy_logs() or [MISSING], ids=case_id)
+def test_healthy_corpus_fires_no_detector(path: Path | None) -> None:
+    text = need(path).read_text("utf-8")
     assert fired(text) == set()
-    diagnosis = diagnose_text(text, CATALOGUE, name)
+    diagnosis = diagnose_text(text, CATALOGUE, path.name if path else "")
     assert (diagnosis.root_causes, diagnosis.unexplained_anomalies) == ((), ())
 
 
@@ -344,7 +337,5 @@ def test_detectors_fire_on_real_runs(case: str, detectors: set[str], first: str 
 
 
 def test_real_exploding_grad_norm_from_the_corpus() -> None:
-    path = CORPUS / "real-b" / "041.log"
-    if not path.exists():
-        pytest.skip("corpus not beside this checkout")
+    path = need(CORPUS / "real-b" / "041.log")
     assert {"grad-norm-growth", "grad-norm-huge"} <= fired(path.read_text("utf-8"))

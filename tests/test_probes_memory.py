@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from shared_files import CORPUS
+from shared_files import CORPUS, need
 
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose_text
@@ -88,9 +88,7 @@ def _fake_torch(message: str) -> Any:
 
 def test_gpu_branch_catches_the_oom_and_reads_its_figures(
         capsys: pytest.CaptureFixture[str]) -> None:
-    if not CORPUS_OOM.is_file():
-        pytest.skip("the labelled corpus is not beside this checkout")
-    message = CORPUS_OOM.read_text("utf-8").splitlines()[0].split(": ", 1)[1]
+    message = need(CORPUS_OOM).read_text("utf-8").splitlines()[0].split(": ", 1)[1]
     report = Report()
     memory._gpu(report, _fake_torch(message))
     out = capsys.readouterr().out

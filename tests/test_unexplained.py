@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
-from shared_files import CORPUS
+from shared_files import MISSING, case_id, healthy_logs, need
 
 from trainmedic.catalogue.load import bundled
 from trainmedic.catalogue.rules import Catalogue
@@ -176,14 +176,9 @@ def test_per_rank_files_each_end_with_their_own_failure(tmp_path: Path) -> None:
     assert [(u.exception, u.rank) for u in diagnosis.unexplained] == [("KeyError", 1)]
 
 
-def corpus_logs(*folders: str) -> list[Path]:
-    return sorted(p for folder in folders for p in (CORPUS / folder).glob("*.log"))
-
-
-@pytest.mark.parametrize("path", corpus_logs("healthy", "more/numerics-healthy"),
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_healthy_runs_list_nothing(path: Path) -> None:
-    with opened([str(path)]) as streams:
+@pytest.mark.parametrize("path", healthy_logs() or [MISSING], ids=case_id)
+def test_healthy_runs_list_nothing(path: Path | None) -> None:
+    with opened([str(need(path))]) as streams:
         assert diagnose(streams, CATALOGUE).unexplained == ()
 
 
