@@ -49,10 +49,7 @@ def _compare(a: Line, b: Line, order: Mapping[str, int]) -> int:
 
 def chronological(lines: Iterable[Line], order: Mapping[str, int]) -> list[Line]:
     """Lines in the order they happened: line order within a file, timestamps across files."""
-    def compare(a: Line, b: Line) -> int:
-        return _compare(a, b, order)
-
-    return sorted(lines, key=cmp_to_key(compare))
+    return in_time_order(lines, lambda line: line, order)
 
 
 def in_time_order(items: Iterable[T], line_of: Callable[[T], Line],
@@ -374,12 +371,8 @@ def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
 
     alone = {u.rank: u.line for u in reversed(unexplained) if u.rank is not None}
     ranks = _statuses(choice, known, seen, first_root, first_any, alone, report)
-    failed = [(n, r.first_failure) for n, r in ranks.items() if r.first_failure is not None]
-
-    def earlier(a: tuple[int, Line], b: tuple[int, Line]) -> int:
-        return _compare(a[1], b[1], order)
-
-    failed.sort(key=cmp_to_key(earlier))
+    failed = in_time_order(((n, r.first_failure) for n, r in ranks.items()
+                            if r.first_failure is not None), lambda item: item[1], order)
     return Attribution(rank, ranks, reason, tuple(n for n, _ in failed), choice.basis,
                        choice.waited_for)
 

@@ -30,9 +30,7 @@ class Detector:
 
     def __init__(self, params: Mapping[str, float] | None = None) -> None:
         self.params = {**self.DEFAULTS, **(params or {})}
-        self.lines: list[Line] = []
-        self.steps: list[float] = []  # the x of each kept line
-        self.fired = False
+        self.found: list[tuple[Line, float]] = []  # the first hits, each with its x
         self.held: tuple[Line, float] | None = None  # a hit later samples may still undo
         self._x = 0.0
 
@@ -45,10 +43,8 @@ class Detector:
         return re.sub(r"`(\w+)`", value, self.MEANS)
 
     def hit(self, line: Line) -> None:
-        self.fired = True
-        if len(self.lines) < EVIDENCE_KEPT and line not in self.lines:
-            self.lines.append(line)
-            self.steps.append(self._x)
+        if len(self.found) < EVIDENCE_KEPT and all(line != kept for kept, _ in self.found):
+            self.found.append((line, self._x))
 
     def hold(self, line: Line) -> None:
         """A hit that counts only if nothing after it shows the condition passed (a value
@@ -61,8 +57,7 @@ class Detector:
 
     def evidence(self) -> list[tuple[Line, float]]:
         """Where the condition held, with each line's x: its hits, then a hit still held."""
-        found = list(zip(self.lines, self.steps, strict=True))
-        return [*found, self.held] if self.held is not None else found
+        return [*self.found, self.held] if self.held is not None else list(self.found)
 
     def feed(self, sample: Sample, line: Line) -> None:
         """One sample in order; its x (step, else line number) marks the anomaly on a plot."""
