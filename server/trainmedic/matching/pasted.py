@@ -5,8 +5,10 @@ was changed by hand: it is matched blind to case. In ordinary text case still co
 keeps look-alike prose from matching. A text hard-wrapped at one width is matched a second time
 with each wrap joined to the next line: a terminal cuts at exactly the width, mid-word, so those
 lines join directly; a word wrap leaves its line a little shorter and is joined with a space
-when the next line goes on in lower case. Only paste-sized texts are looked at: a job's log is
-written by programs, not by hand.
+when the next line goes on in lower case. Only chunks of at most PASTE_MAX_CHARS are looked at:
+the 1 MiB chunks of a big log are left alone, but a small log file, and each small piece a
+followed log appends, are looked at like a paste (a second scan at most, and only when the
+text is in one case or hard-wrapped).
 """
 
 from __future__ import annotations
