@@ -327,3 +327,60 @@ unhandled system error, NCCL version 2.10.3
     # the error is rank 3's, but a lost peer could have caused it: nothing says it came first
     assert (rank, basis) == (3, "only-rank-in-input")
     assert statuses == {3: "failed"}
+
+
+# corpus real-a/043.log (WongKinYiu/yolov7#714): the watchdog's teardown names no rank, then
+# the agent saw local_rank 1 exit: its exit may be that teardown, a report of another's failure.
+TEARDOWN = """\
+[E ProcessGroupNCCL.cpp:341] Some NCCL operations have failed or timed out. Due to the \
+asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete \
+data. To avoid this inconsistency, we are taking the entire process down.
+WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3584286 closing signal SIGTERM
+WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 3584288 closing signal SIGTERM
+ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 1 \
+(pid: 3584287) of binary: /root/soft_file/anaconda3/envs/pytorch36/bin/python
+"""
+
+
+def test_an_unranked_teardown_makes_the_agent_exit_no_evidence() -> None:
+    diagnosis = diagnose_text(TEARDOWN, CATALOGUE, "job.log")
+    assert (diagnosis.initiating_rank, diagnosis.initiating_basis.value) == (None, "undetermined")
+    assert "job.log:1" in diagnosis.reason
+    # without the teardown the agent's word stands
+    alone = TEARDOWN.split("\n", 1)[1]
+    assert attribution_of(alone)[:2] == (1, "exited-by-itself")
+
+
+def test_an_input_that_begins_with_the_root_cause_does_not_order_it() -> None:
+    # corpus more/runtime/031.log (modelscope/ms-swift#5943): the paste starts at rank 15's
+    # error line (its traceback cut above), then rank 12's traceback begins
+    text = """\
+[rank15]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.63 GiB. GPU 7 has a \
+total capacity of 79.11 GiB of which 2.61 GiB is free.
+[rank12]: Traceback (most recent call last):
+[rank12]:   File "/opt/ms-swift/swift/cli/rlhf.py", line 5, in <module>
+[rank12]:     rlhf_main()
+"""
+    rank, basis, statuses = attribution_of(text)
+    assert (rank, basis) == (None, "undetermined")
+    assert statuses[15] == "failed"
+    # the same two ranks with a line before: the OOM is the first failure in it
+    assert attribution_of("[rank12]: step 40\n" + text)[:2] == (15, "first-root-cause")
+
+
+def agent_lines(signal: int, pids: tuple[int, ...]) -> str:
+    # corpus more/distributed/013.log (fudan-generative-vision/hallo2#56), its pids as given
+    stops = "".join(f"[2024-11-26 02:04:28,495] torch.distributed.elastic.multiprocessing.api: "
+                    f"[WARNING] Sending process {pid} closing signal SIGTERM\n" for pid in pids)
+    return stops + (f"[2024-11-26 02:04:31,514] torch.distributed.elastic.multiprocessing.api: "
+                    f"[ERROR] failed (exitcode: -{signal}) local_rank: 1 (pid: 750662) of "
+                    "binary: /home/user/anaconda3/envs/hallo/bin/python\n")
+
+
+def test_a_crash_beside_unaccounted_pids_does_not_settle_the_rank() -> None:
+    gaps = (750661, 750664, 750668)
+    assert attribution_of(agent_lines(11, gaps))[:2] == (None, "undetermined")
+    # every pid accounted for, or a SIGKILL (sent to one process): the agent's word stands
+    assert attribution_of(agent_lines(11, (750661, 750663, 750664)))[:2] == \
+        (1, "exited-by-itself")
+    assert attribution_of(agent_lines(9, gaps))[:2] == (1, "exited-by-itself")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 from typing import TypeVar
 
-from trainmedic.logs.launcher import SIGTERM, LauncherReport, WorkerExit
+from trainmedic.logs.launcher import CODE_SIGNALS, SIGTERM, LauncherReport, WorkerExit
 from trainmedic.model import Basis, Finding, Line, RankReport, RankStatus, Role, Unexplained
 
 T = TypeVar("T")
@@ -203,7 +203,7 @@ def _exited_alike(report: LauncherReport,
 
 
 def _exited_by_itself(report: LauncherReport, own_root: dict[int, tuple[Line, str]],
-                      own_any: dict[int, tuple[Line, str]], unranked_collateral: bool,
+                      own_any: dict[int, tuple[Line, str]], unranked_collateral: Line | None,
                       order: Mapping[str, int]) -> _Choice | None:
     """The one rank the launcher saw end by itself, the others having been ended by it.
 
@@ -219,11 +219,21 @@ def _exited_by_itself(report: LauncherReport, own_root: dict[int, tuple[Line, st
     own = own_root.get(rank)
     if rank in own_any and (own is None or own[1] in PEER_LOSS_ROOTS):
         return None
-    if own is None and unranked_collateral:
-        return None  # a timeout or lost peer that names no rank may be this rank's own
-    others = {r: v for r, v in own_root.items() if r != rank and v[1] not in PEER_LOSS_ROOTS}
     said = (f"{_launcher_name(exit_)} saw rank {rank} end by itself ({_how_it_ended(exit_)}, "
             f"{exit_.line.path}:{exit_.line.number})")
+    if own is None and exit_.signal in CODE_SIGNALS and report.pids_unaccounted:
+        return _Choice(None, Basis.UNDETERMINED,
+                       f"{said}, but a crash by signal {exit_.signal} is one every rank running "
+                       "the same code may meet, and the agent neither stopped nor reported the "
+                       "workers whose pids fall between those it names: if they crashed in the "
+                       "same poll, it names only the lowest local rank among them")
+    if own is None and unranked_collateral is not None:
+        where = unranked_collateral
+        return _Choice(None, Basis.UNDETERMINED,
+                       f"{said}, but a report of a failure elsewhere that names no rank "
+                       f"({where.path}:{where.number}) may be its own: it may have ended "
+                       "because another rank failed, which this input does not show")
+    others = {r: v for r, v in own_root.items() if r != rank and v[1] not in PEER_LOSS_ROOTS}
     if others and own is None:
         other = _earliest(others, order)
         return _Choice(None, Basis.UNDETERMINED,
@@ -260,6 +270,12 @@ def _first_root_cause(first_root: dict[int, tuple[Line, str]],
         return None
     rank = _earliest(first_root, order)
     earliest = first_root[rank][0]
+    if earliest.number == 1:
+        return _Choice(None, Basis.UNDETERMINED,
+                       f"rank {rank} failed with a root cause ({first_root[rank][1]}, "
+                       f"{earliest.path}:1), but its input begins with that line: what was "
+                       "printed before it, other ranks' failures too, is cut off, so which rank "
+                       "failed first cannot be told")
     others = sorted(set(first_any) - {rank})
     reason = (f"rank {rank} failed first with a root cause ({first_root[rank][1]}, "
               f"{earliest.path}:{earliest.number})")
@@ -331,17 +347,21 @@ def _own_failure(choice: _Choice, unexplained: Sequence[Unexplained]) -> _Choice
 
 def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
                     report: LauncherReport, order: Mapping[str, int],
-                    unexplained: Sequence[Unexplained] = ()) -> Attribution:
+                    unexplained: Sequence[Unexplained] = (),
+                    unranked_reports: Sequence[Line] = ()) -> Attribution:
     """The initiating rank, why, and each rank's part; `unexplained` are the failures no rule
-    explains (first failure first), which name the rank when no finding does."""
+    explains (first failure first), which name the rank when no finding does;
+    `unranked_reports` are reports of a failure elsewhere that name no rank (see
+    engine.unranked_reports), which may be the launcher's failed worker's own."""
     findings = [f for f in findings if f.rule_id not in LAUNCHER_SUMMARIES]
     roots = [f for f in findings if f.role is Role.ROOT]
     # What the ranks printed themselves, without the launcher's lines that rules also match.
     said_by_launcher = frozenset((e.line.path, e.line.number) for e in report.exits)
     own_root = _first_lines(roots, order, said_by_launcher)
     own_any = _first_lines(findings, order, said_by_launcher)
-    unranked_collateral = any(f.role is Role.COLLATERAL and not f.first_by_rank
-                              for f in findings)
+    unranked = [*(f.first for f in findings if f.role is Role.COLLATERAL
+                  and not f.first_by_rank), *unranked_reports]
+    unranked_collateral = chronological(unranked, order)[0] if unranked else None
     deaths = _signal_deaths(report)
     first_root = {**deaths, **_first_lines(roots, order)}
     first_any = {**deaths, **_first_lines(findings, order)}

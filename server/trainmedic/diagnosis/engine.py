@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from trainmedic.catalogue.rules import WAITED_FOR, Catalogue, Rule
-from trainmedic.diagnosis.attribution import Attribution, attribute_ranks, chronological
+from trainmedic.diagnosis.attribution import (
+    LAUNCHER_SUMMARIES,
+    Attribution,
+    attribute_ranks,
+    chronological,
+)
 from trainmedic.diagnosis.unexplained import Afterwards, Raised, unexplained_failures
 from trainmedic.events.extract import EventExtractor
 from trainmedic.events.parallel import scans
@@ -216,12 +221,23 @@ def attributed(catalogue: Catalogue, attribution: Attribution,
             and rule.attribution.weight >= rule.threshold]
 
 
+def unranked_reports(evidence: Evidence, catalogue: Catalogue) -> list[Line]:
+    """Lines in which a rank reports a failure elsewhere (a collateral rule's fingerprint
+    matched them, whether or not the rule fired) but names no rank: a watchdog's "taking the
+    entire process down" may be any rank's. The launcher's summaries are not a rank's."""
+    return [line for rule_id, found in evidence.rules.items()
+            if (rule := catalogue.get(rule_id)) is not None and rule.role is Role.COLLATERAL
+            and rule_id not in LAUNCHER_SUMMARIES and not found.first_by_rank
+            for lines in found.lines.values() for line in lines if line.rank is None]
+
+
 def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
     order = {p: i for i, p in enumerate(evidence.paths)}
     findings = score(evidence, catalogue)
     report = read_report(evidence.launcher)
     failures = _unexplained(evidence, findings, report, order)
-    attribution = attribute_ranks(findings, evidence.ranks_seen, report, order, failures)
+    attribution = attribute_ranks(findings, evidence.ranks_seen, report, order, failures,
+                                  unranked_reports(evidence, catalogue))
     fired = attributed(catalogue, attribution, findings)
     if fired:
         findings = _ordered([*fired, *findings], catalogue, order)

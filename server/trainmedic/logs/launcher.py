@@ -19,6 +19,9 @@ from trainmedic.model import Hit, Line
 LAUNCHER = "@launcher"
 SIGKILL = 9
 SIGTERM = 15
+# Signals a crash of the code itself raises (illegal instruction, abort, bus error, arithmetic
+# fault, segfault): code that every rank runs, unlike SIGKILL, which someone sends to one.
+CODE_SIGNALS = frozenset({4, 6, 7, 8, 11})
 MAX_TASKS = 4096  # ranks read from one grouped srun line ("tasks 0-3,6-7")
 MAX_EXITS = 1 << 16  # worker exits kept from one input
 # Linux numbers of the signals launchers name (spawn says "SIGSEGV", srun strsignal's words).
@@ -103,6 +106,9 @@ class LauncherReport:
     world_size: int | None
     one_node_of_several: bool = False  # a torchelastic agent that saw only its own node
     root_unseen: bool = False  # its summary lists other failures, its Root Cause is cut off
+    # The agent's own lines (no summary) name workers whose pids leave gaps: the workers in
+    # between, if any, had ended before it looked, and it names only the first it found dead.
+    pids_unaccounted: bool = False
 
     @property
     def torchelastic_root(self) -> WorkerExit | None:
@@ -278,7 +284,17 @@ class _Reader:
                   for pid, line in self.ray_dead]
         several_nodes |= any(e.local_rank is not None and e.rank != e.local_rank for e in exits)
         return LauncherReport(tuple(exits), frozenset(self.terminated), self.world,
-                              several_nodes, self.summary_others and not self.summary_root_seen)
+                              several_nodes, self.summary_others and not self.summary_root_seen,
+                              self._pids_unaccounted())
+
+    def _pids_unaccounted(self) -> bool:
+        """The agent starts its workers one after another; without its summary, a gap in the
+        pids it names may be a worker that ended unseen."""
+        if self.summary_ranks:
+            return False
+        pids = self.terminated | {e.pid for e in self.exits
+                                  if e.launcher == "torchelastic" and e.pid is not None}
+        return len(pids) > 1 and max(pids) - min(pids) + 1 > len(pids)
 
     def _with_global_rank(self, exit_: WorkerExit) -> WorkerExit:
         """An agent's "failed ... local_rank: N" line, with the global rank its summary gives."""
