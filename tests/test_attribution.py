@@ -384,3 +384,40 @@ def test_a_crash_beside_unaccounted_pids_does_not_settle_the_rank() -> None:
     assert attribution_of(agent_lines(11, (750661, 750663, 750664)))[:2] == \
         (1, "exited-by-itself")
     assert attribution_of(agent_lines(9, gaps))[:2] == (1, "exited-by-itself")
+
+
+MULTINODE = FIXTURES / "multinode"
+
+
+def test_two_nodes_agents_are_ordered_by_their_root_causes_times(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (case,) = yaml.safe_load((MULTINODE / "labels.yaml").read_text("utf-8"))
+    from trainmedic.cli import main
+
+    assert main(["diagnose", str(MULTINODE / case["file"]), "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["initiating_rank"], result["initiating_host"]) == \
+        (case["initiating_rank"], case["initiating_host"])
+    assert result["initiating_basis"] == "exited-by-itself"
+    # gpu-node-2's summary is printed first but names the later failure
+    text = (MULTINODE / case["file"]).read_text("utf-8")
+    assert text.index("host      : gpu-node-2") < text.index("host      : gpu-node-1")
+
+
+def test_two_nodes_agents_in_the_same_second_do_not_settle_the_rank() -> None:
+    text = (MULTINODE / "two-agents.log").read_text("utf-8").replace(
+        "2024-08-20_11:37:36", "2024-08-20_11:47:37")
+    diagnosis = diagnose_text(text, CATALOGUE, "job.log")
+    assert (diagnosis.initiating_rank, diagnosis.initiating_basis.value) == (None, "undetermined")
+    assert "same second" in diagnosis.reason
+
+
+def test_a_pdsh_host_prefix_names_the_initiating_host() -> None:
+    # DeepSpeed's multi-node launch through pdsh puts the host before torch's rank prefix
+    text = ("worker-1: [rank5]: Traceback (most recent call last):\n"
+            "worker-1: [rank5]:   File \"train.py\", line 9, in <module>\n"
+            "worker-1: [rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+            "2.00 GiB.\n"
+            "worker-0: [rank1]: step 40 loss 1.2\n")
+    diagnosis = diagnose_text(text, CATALOGUE, "job.log")
+    assert (diagnosis.initiating_rank, diagnosis.initiating_host) == (5, "worker-1")

@@ -73,8 +73,8 @@ def test_stdin_and_exit_code_flag() -> None:
                   stdin=b"step 1 loss 2.0\nstep 2 loss 1.9\n")
     assert healthy.returncode == 0
     assert json.loads(healthy.stdout) == {
-        "initiating_rank": None, "initiating_basis": "undetermined", "initiating_reason": "",
-        "diagnoses": [], "unexplained": [], "ranks": {},
+        "initiating_rank": None, "initiating_basis": "undetermined", "initiating_host": None,
+        "initiating_reason": "", "diagnoses": [], "unexplained": [], "ranks": {},
         "series": {"loss": {"rank": None, "points": [[1.0, 2.0], [2.0, 1.9]], "anomalies": []}}}
 
 

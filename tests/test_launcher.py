@@ -242,3 +242,51 @@ def test_deepspeed_launcher_exit_line_names_no_rank() -> None:
             "['/venv/bin/python3.10', '-u', 'trainCLM.py', '--local_rank=1', '--deepspeed'] "
             "exits with return code = -11\n")
     assert report_of(text).exits == ()
+
+
+def test_summary_entries_keep_their_time_and_host() -> None:
+    report = report_of(NO_OTHER)
+    root = report.torchelastic_root
+    assert root is not None
+    assert (root.host, root.time) == ("42d397e80282", 1758688960.0)  # 2025-09-24 04:42:40 UTC
+    assert report.host_of(5) == "42d397e80282"
+
+
+def summary(host: str, stamp: str, rank: int, local: int, pid: int) -> str:
+    # torch 2.x ChildFailedError summary, one node's agent (as in corpus real-a/044.log)
+    return ("Failures:\n  <NO_OTHER_FAILURES>\n"
+            "------------------------------------------------------------\n"
+            "Root Cause (first observed failure):\n[0]:\n"
+            f"  time      : {stamp}\n  host      : {host}\n"
+            f"  rank      : {rank} (local_rank: {local})\n  exitcode  : 1 (pid: {pid})\n"
+            "  error_file: <N/A>\n"
+            "============================================================\n")
+
+
+def test_the_earliest_of_several_agents_root_causes_is_the_first_observed() -> None:
+    text = (summary("gpu-node-2", "2024-08-20_11:47:37", 5, 1, 81235)
+            + summary("gpu-node-1", "2024-08-20_11:37:36", 2, 2, 793064))
+    report = report_of(text)
+    assert [(e.rank, e.host) for e in report.torchelastic_roots()] == \
+        [(5, "gpu-node-2"), (2, "gpu-node-1")]
+    root = report.torchelastic_root
+    assert root is not None
+    assert (root.rank, root.host) == (2, "gpu-node-1")
+
+
+def test_a_host_line_outside_a_summary_entry_is_not_kept() -> None:
+    # a config dump before the summary: "host : db-1" names no worker's host
+    report = report_of("host      : db-1\n" + summary("gpu-node-1", "2024-08-20_11:37:36", 2, 2, 7))
+    assert report.host_of(2) == "gpu-node-1"
+    assert report_of("host      : db-1\n").exits == ()
+
+
+def test_srun_and_mpirun_name_the_host() -> None:
+    assert report_of(SRUN_ONE).host_of(200) == "compute-0-18"
+    mpi = report_of("mpirun noticed that process rank 7 with PID 0 on node gpu12 exited on "
+                    "signal 9 (Killed).")
+    assert mpi.host_of(7) == "gpu12"
+
+
+def test_a_loopback_name_names_no_host() -> None:
+    assert report_of(summary("localhost", "2024-08-20_11:37:36", 2, 2, 7)).host_of(2) is None

@@ -10,6 +10,7 @@ from trainmedic.logs.prefixes import (
     Prefix,
     Relay,
     census,
+    host_prefix,
     parse_rank,
     relayed_rank,
 )
@@ -102,3 +103,12 @@ def test_no_relay_is_invented(text: str) -> None:
 
 def test_census_reads_prefixes_only_at_line_starts() -> None:
     assert census("loss went to 7: inf at step 3\n") == set()
+
+
+def test_pdsh_prefix_names_the_host() -> None:
+    assert host_prefix("worker-1: [rank5]: torch.OutOfMemoryError: CUDA out of memory.") == \
+        "worker-1"
+    # an exception's own "Name: " is no host, nor a pdsh prefix without a rank after it
+    assert host_prefix("RuntimeError: [rank5]: boom") is None
+    assert host_prefix("RuntimeError: NCCL error") is None
+    assert host_prefix("rdma-test-gpu-worker-1: Traceback (most recent call last):") is None

@@ -150,6 +150,7 @@ class Diagnosis:
     ranks: dict[int, RankReport] = field(default_factory=dict)  # first failure first
     reason: str = ""
     initiating_basis: Basis = Basis.UNDETERMINED
+    initiating_host: str | None = None  # where the initiating rank ran, when the input says
     series: tuple[Plot, ...] = ()
     failure_order: tuple[int, ...] = ()  # the ranks that failed, first failure first
     tracebacks: tuple[Traceback, ...] = ()

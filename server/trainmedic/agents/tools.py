@@ -180,10 +180,10 @@ DIAGNOSE = Tool(
         "other ranks' timeouts and SIGTERMs are collateral), the fix, and a command that "
         "verifies the fix. The structured content is the JSON of `trainmedic diagnose "
         "--format json`: initiating_rank, initiating_basis (how it was chosen), "
-        "initiating_reason, diagnoses (most likely root cause first, each with rule_id, role "
-        "root or collateral, confidence, rank, evidence lines, fix, verify), ranks and metric "
-        "series. Tokens and passwords in evidence "
-        "lines are redacted. Call explain with a rule_id for the full entry. " + LOCAL),
+        "initiating_host, initiating_reason, diagnoses (most likely root cause first, each "
+        "with rule_id, role root or collateral, confidence, rank, evidence lines, fix, "
+        "verify), ranks and metric series. Tokens and passwords in evidence lines are "
+        "redacted. Call explain with a rule_id for the full entry. " + LOCAL),
     input_schema={
         "type": "object",
         "properties": {
@@ -205,6 +205,9 @@ DIAGNOSE = Tool(
             "initiating_basis": {"enum": [basis.value for basis in Basis],
                                  "description": "How the initiating rank was chosen"},
             "initiating_reason": {"type": "string"},
+            "initiating_host": {"type": ["string", "null"],
+                                "description": "The host the initiating rank ran on, when the "
+                                               "input names it"},
             "diagnoses": {"type": "array", "items": {"type": "object", "required": [
                 "rule_id", "title", "role", "confidence", "rank", "evidence", "fix",
                 "verify"]}, "description": "Most likely root cause first"},

@@ -7,13 +7,16 @@ input. When no rank says why, the answer comes from the shape of the reports: th
 others name in a collective mismatch, the rank whose collective sequence number lags, or the one
 rank that is missing from everyone's timeout reports (the rank they waited for); failing that,
 the rank of the first failure no rule explains. When every rank failed alike at once, or only
-one rank's output is here, no rank is said to have failed first. Each answer carries its
-basis (model.Basis), the rule that chose it.
+one rank's output is here, no rank is said to have failed first. On several nodes, each
+node's torchelastic agent names its own first failure: the earliest of them started it. Each
+answer carries its basis (model.Basis), the rule that chose it, and the rank's host where a
+launcher or a line prefix names it, so the bad node can be drained.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +24,7 @@ from functools import cmp_to_key
 from typing import TypeVar
 
 from trainmedic.logs.launcher import CODE_SIGNALS, SIGTERM, LauncherReport, WorkerExit
+from trainmedic.logs.prefixes import host_prefix
 from trainmedic.model import Basis, Finding, Line, RankReport, RankStatus, Role, Unexplained
 
 T = TypeVar("T")
@@ -76,6 +80,7 @@ class Attribution:
     # The lines that show the others waited for `rank` (its own lagging report first): set
     # when that is how the rank was found and it did not fail by itself.
     waited_for: tuple[Line, ...] = ()
+    host: str | None = None  # where `rank` ran, when the input says
 
 
 def _first_lines(findings: Iterable[Finding], order: Mapping[str, int],
@@ -188,6 +193,37 @@ def _how_it_ended(exit_: WorkerExit) -> str:
     return "its process died"
 
 
+def _when(exit_: WorkerExit) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(exit_.time or 0.0))
+    return f"rank {exit_.rank}" + (f" on {exit_.host}" if exit_.host else "") + f" at {stamp}"
+
+
+def _first_across_nodes(report: LauncherReport, own_root: dict[int, tuple[Line, str]],
+                        own_any: dict[int, tuple[Line, str]]) -> _Choice | None:
+    """Several nodes' agents, each naming its first observed failure: the earliest started
+    it, unless its own output shows it a victim or another rank says why and it does not."""
+    roots = report.torchelastic_roots()
+    if len(roots) < 2 or any(r.time is None or r.rank is None for r in roots):
+        return None
+    ordered = sorted(roots, key=lambda r: r.time or 0.0)
+    first, rank = ordered[0], ordered[0].rank
+    told = "; ".join(map(_when, ordered))
+    said = f"the agents of {len(roots)} nodes name their first failures: {told}"
+    if first.time == ordered[1].time:
+        return _Choice(None, Basis.UNDETERMINED,
+                       f"{said}: the first two in the same second, so which came first "
+                       "cannot be told")
+    if rank is None:
+        return None
+    own = own_root.get(rank)
+    if rank in own_any and (own is None or own[1] in PEER_LOSS_ROOTS):
+        return None  # its own output shows it failed because another rank had
+    if own is None and any(r != rank and v[1] not in PEER_LOSS_ROOTS
+                           for r, v in own_root.items()):
+        return None  # another rank says why and this one does not: the ranks' output decides
+    return _Choice(rank, Basis.EXITED_BY_ITSELF, f"{said}: rank {rank}'s came first")
+
+
 def _exited_alike(report: LauncherReport,
                   own_root: dict[int, tuple[Line, str]]) -> _Choice | None:
     """Several ranks killed by the same signal in one launcher report, none saying why."""
@@ -255,7 +291,8 @@ def _only_rank(seen: set[int], own_root: dict[int, tuple[Line, str]]) -> _Choice
     line, rule = own_root[rank]
     return _Choice(rank, Basis.ONLY_RANK_IN_INPUT,
                    f"rank {rank} is the only rank in this input ({rule}, {line.path}:"
-                   f"{line.number}); whether it failed first needs the other ranks' output")
+                   f"{line.number}); the other ranks' output would show whether one of them "
+                   "failed before it")
 
 
 def _earliest(first: dict[int, tuple[Line, str]], order: Mapping[str, int]) -> int:
@@ -372,6 +409,7 @@ def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
 
     choice = (_named_by_peers(findings)
               or _all_alike(roots, first_root, first_any, order)
+              or _first_across_nodes(report, own_root, own_any)
               or _exited_alike(report, own_root)
               or _exited_by_itself(report, own_root, own_any, unranked_collateral, order)
               or _only_rank(seen, own_root)
@@ -394,7 +432,17 @@ def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
     failed = in_time_order(((n, r.first_failure) for n, r in ranks.items()
                             if r.first_failure is not None), lambda item: item[1], order)
     return Attribution(rank, ranks, reason, tuple(n for n, _ in failed), choice.basis,
-                       choice.waited_for)
+                       choice.waited_for, _host(rank, ranks, report))
+
+
+def _host(rank: int | None, ranks: Mapping[int, RankReport],
+          report: LauncherReport) -> str | None:
+    """Where the rank ran: as its launcher says (torchelastic's summary, srun, mpirun), else
+    the host prefix of its first failure's line (pdsh)."""
+    if rank is None:
+        return None
+    line = ranks[rank].first_failure if rank in ranks else None
+    return report.host_of(rank) or (host_prefix(line.text) if line is not None else None)
 
 
 def _statuses(choice: _Choice, known: set[int], seen: set[int],

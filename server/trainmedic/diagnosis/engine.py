@@ -244,6 +244,7 @@ def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
         failures = _unexplained(evidence, findings, report, order)
     return Diagnosis(tuple(findings), attribution.rank, attribution.ranks,
                      reason=attribution.reason, initiating_basis=attribution.basis,
+                     initiating_host=attribution.host,
                      tracebacks=tuple(evidence.tracebacks),
                      series=evidence.metrics.plots(),
                      failure_order=attribution.failure_order, unexplained=failures)

@@ -3,9 +3,10 @@
 torchrun's agent, torch.multiprocessing.spawn, srun, mpirun, Horovod and Ray Train print which
 worker exited how, in lines that carry no rank prefix. These lines are matched like fingerprints
 (rule id `LAUNCHER`) and read here into facts: which workers ended by themselves and which the
-launcher ended (its SIGTERMs, srun's "Killed") once the first had gone. torchelastic's "Root
-Cause (first observed failure)" is kept as one fact among others: it is wrong when a rank was
-killed before writing an error file or the first error was collateral.
+launcher ended (its SIGTERMs, srun's "Killed") once the first had gone, and on which host.
+torchelastic's "Root Cause (first observed failure)" is kept as one fact among others: it is
+wrong when a rank was killed before writing an error file or the first error was collateral.
+On several nodes each node's agent prints its own summary; their Root Causes' times order them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from datetime import datetime, timezone
 
 from trainmedic.model import Hit, Line
 
@@ -41,6 +43,9 @@ PATTERNS: tuple[tuple[str, str], ...] = (
                      r"local_rank: (?P<local_rank>\d{1,6}) \(pid: (?P<pid>\d{1,9})\)"),
     ("summary-failures", r"^[^\n]{0,40}Failures:[ \t]{0,20}$"),
     ("summary-root", r"Root Cause \(first observed failure\):"),
+    ("summary-time", r"^[^\n]{0,40}\btime {0,10}: (?P<time>\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d)"
+                     r"[ \t]{0,20}$"),
+    ("summary-host", r"^[^\n]{0,40}\bhost {0,10}: (?P<host>[\w.-]{1,253})[ \t]{0,20}$"),
     ("summary-rank", r"\brank {0,10}: (?P<rank>\d{1,6}) \(local_rank: (?P<local_rank>\d{1,6})\)"),
     ("summary-exitcode", r"\bexitcode {0,10}: (?P<exitcode>-?\d{1,4}) \(pid: (?P<pid>\d{1,9})\)"),
     # torch.multiprocessing.spawn: ProcessContext.join raises for the first child it finds
@@ -50,14 +55,14 @@ PATTERNS: tuple[tuple[str, str], ...] = (
                      r"signal (?P<signame>SIG[A-Z]{2,8}))"),
     ("spawn-raised", r"-- Process (?P<rank>\d{1,6}) terminated with the following error:"),
     # srun: one line per task or group of tasks ("tasks 0-3,6-7: Killed").
-    ("srun-task", r"srun: error: [\w.-]{1,100}: tasks? (?P<tasks>\d[\d,-]{0,400}): "
+    ("srun-task", r"srun: error: (?P<host>[\w.-]{1,100}): tasks? (?P<tasks>\d[\d,-]{0,400}): "
                   r"(?:Exited with exit code (?P<exitcode>\d{1,4})|"
                   r"(?P<signame>Out Of Memory|[A-Z][a-z]{1,20}(?: [a-z]{1,20}){0,3}))"),
     # Open MPI: "mpirun noticed that process rank 7 ... exited on signal 9", or its summary
     # "The first process to do so was: / Process name: [[jobid,1],vpid] / Exit code: 1";
     # Horovod's gloo launcher prints the same summary with a bare index as the name.
     ("mpirun-rank", r"process rank (?P<rank>\d{1,6}) with PID (?P<pid>\d{1,9}) on node "
-                    r"\S{1,100} (?:exited on signal (?P<signal>\d{1,3})|"
+                    r"(?P<host>\S{1,100}) (?:exited on signal (?P<signal>\d{1,3})|"
                     r"exited with status (?P<exitcode>\d{1,4}))"),
     ("first-process", r"The first process to do so was:"),
     ("process-name", r"Process name: {0,8}(?:\[\[\d{1,10},\d{1,10}\],)?(?P<rank>\d{1,6})\]?"
@@ -79,6 +84,8 @@ PATTERNS: tuple[tuple[str, str], ...] = (
 REPEATED = frozenset({"ray-worker", "world-size"})
 _AGENT = frozenset({"agent-sigterm", "agent-failed", "summary-root", "summary-rank"})
 _RAY_EXPECTED_EXITS = ("INTENDED_",)
+# Names a launcher prints for the machine it runs on that name no machine at all.
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "127.0.0.1"})
 _RANGE = re.compile(r"(\d{1,6})(?:-(\d{1,6}))?")
 _FIRST_PROCESS_SPAN = 6  # facts after "The first process to do so was:" that belong to it
 
@@ -97,6 +104,8 @@ class WorkerExit:
     launcher: str = "torchelastic"
     local_rank: int | None = None
     terminated: bool = False
+    host: str | None = None  # where it ran, when the launcher says
+    time: float | None = None  # when it failed (torchelastic's summary: whole seconds)
 
 
 @dataclass(frozen=True)
@@ -112,7 +121,21 @@ class LauncherReport:
 
     @property
     def torchelastic_root(self) -> WorkerExit | None:
-        return next((e for e in self.exits if e.torchelastic_root), None)
+        """The first observed failure: the earliest of the agents' Root Causes when every one
+        has its time (one per node's agent), else the first printed."""
+        roots = self.torchelastic_roots()
+        if roots and all(r.time is not None for r in roots):
+            return min(roots, key=lambda r: r.time or 0.0)
+        return roots[0] if roots else None
+
+    def torchelastic_roots(self) -> tuple[WorkerExit, ...]:
+        """Every agent's Root Cause, as printed."""
+        return tuple(e for e in self.exits if e.torchelastic_root)
+
+    def host_of(self, rank: int) -> str | None:
+        """The host a launcher says the rank ran on (not a loopback name: it names none)."""
+        return next((e.host for e in self.exits if e.rank == rank and e.host
+                     and e.host not in LOOPBACK_NAMES), None)
 
     def rank_of_pid(self, pid: int) -> int | None:
         return next((e.rank for e in self.exits if e.pid == pid and e.rank is not None), None)
@@ -152,6 +175,18 @@ def _tasks(text: str) -> list[int]:
     return ranks
 
 
+def _summary_time(text: str | None) -> float | None:
+    """torchelastic's "2024-08-20_11:37:36" as seconds; every node's agent prints its own
+    clock, so these order failures across nodes to the second."""
+    if text is None:
+        return None
+    try:
+        moment = datetime.strptime(text, "%Y-%m-%d_%H:%M:%S")
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=timezone.utc).timestamp()
+
+
 def _code_and_signal(exitcode: str | None, signame: str | None) -> tuple[int | None, int | None]:
     code = _int(exitcode)
     if signame is not None:
@@ -169,6 +204,7 @@ class _Reader:
         self.pid_ranks: dict[int, int] = {}  # Ray workers' pids
         self.summary_ranks: dict[int, int] = {}  # pid -> global rank, from torchelastic's summary
         self.pending_rank: tuple[int, int] | None = None  # summary entry: (rank, local_rank)
+        self.pending_where: dict[str, str] = {}  # summary entry: its time and host
         self.in_root = False
         self.first_process: dict[str, int] = {}
         self.first_process_left = 0
@@ -198,10 +234,13 @@ class _Reader:
                                      local_rank=local))
 
     def _summary_failures(self, line: Line, g: dict[str, str]) -> None:
-        self.in_root = False
+        self.in_root, self.pending_where = False, {}
 
     def _summary_root(self, line: Line, g: dict[str, str]) -> None:
-        self.in_root = True
+        self.in_root, self.pending_where = True, {}
+
+    def _summary_where(self, line: Line, g: dict[str, str]) -> None:
+        self.pending_where.update(g)
 
     def _summary_rank(self, line: Line, g: dict[str, str]) -> None:
         self.pending_rank = int(g["rank"]), int(g["local_rank"])
@@ -212,8 +251,10 @@ class _Reader:
         rank, local = self.pending_rank
         code, signal = _code_and_signal(g["exitcode"], None)
         self.summary_ranks[int(g["pid"])] = rank
+        where, self.pending_where = self.pending_where, {}
         self.exits.append(WorkerExit(rank, int(g["pid"]), code, signal, line, self.in_root,
-                                     local_rank=local))
+                                     local_rank=local, host=where.get("host"),
+                                     time=_summary_time(where.get("time"))))
         self.pending_rank = None
         self.summary_root_seen |= self.in_root
         self.summary_others |= not self.in_root and signal != SIGTERM
@@ -231,11 +272,12 @@ class _Reader:
         ended = signal in (SIGKILL, SIGTERM) and g.get("signame") != "Out Of Memory"
         for rank in _tasks(g["tasks"]):
             self.srun.append(WorkerExit(rank, None, code, signal, line, launcher="srun",
-                                        terminated=ended))
+                                        terminated=ended, host=g.get("host")))
 
     def _mpirun_rank(self, line: Line, g: dict[str, str]) -> None:
         self.exits.append(WorkerExit(int(g["rank"]), _int(g.get("pid")), _int(g.get("exitcode")),
-                                     _int(g.get("signal")), line, launcher="mpirun"))
+                                     _int(g.get("signal")), line, launcher="mpirun",
+                                     host=g.get("host")))
 
     def _first_process(self, line: Line, g: dict[str, str]) -> None:
         self.first_process, self.first_process_left = {}, _FIRST_PROCESS_SPAN
@@ -306,6 +348,7 @@ class _Reader:
 _READERS = {
     "agent-sigterm": _Reader._agent_sigterm, "agent-failed": _Reader._agent_failed,
     "summary-failures": _Reader._summary_failures, "summary-root": _Reader._summary_root,
+    "summary-time": _Reader._summary_where, "summary-host": _Reader._summary_where,
     "summary-rank": _Reader._summary_rank, "summary-exitcode": _Reader._summary_exitcode,
     "spawn-exited": _Reader._spawn_exited, "spawn-raised": _Reader._spawn_raised,
     "srun-task": _Reader._srun_task, "mpirun-rank": _Reader._mpirun_rank,

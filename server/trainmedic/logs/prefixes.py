@@ -92,6 +92,17 @@ def split_prefix(text: str) -> tuple[int | None, int]:
     return (rank if rank is not None else local), position
 
 
+_HOST_PREFIX = re.compile(
+    r"(?![\w.]*(?:Error|Exception|Warning):)([\w.-]{1,255}): \[rank\d{1,6}\]:")
+
+
+def host_prefix(text: str) -> str | None:
+    """The host a pdsh-style prefix puts before a rank's line (`worker-1: [rank5]: ...`); an
+    exception's name before a rank marker is none."""
+    match = _HOST_PREFIX.match(text)
+    return match.group(1) if match else None
+
+
 def parse_rank(text: str) -> tuple[int | None, str]:
     """The line's rank (None when nothing says) and its text without launcher prefixes."""
     rank, start = split_prefix(text)

@@ -62,6 +62,7 @@ def to_dict(diagnosis: Diagnosis, catalogue: Catalogue, secrets: bool = False) -
     return {
         "initiating_rank": diagnosis.initiating_rank,
         "initiating_basis": diagnosis.initiating_basis.value,
+        "initiating_host": diagnosis.initiating_host,
         "initiating_reason": diagnosis.reason,
         "diagnoses": [finding_dict(f, catalogue.by_id[f.rule_id], secrets)
                       for f in diagnosis.findings],

@@ -7,6 +7,7 @@ from collections import Counter
 from trainmedic.catalogue.rules import Catalogue, Rule
 from trainmedic.model import Diagnosis, Finding, Role
 from trainmedic.render.entry import Section, sections
+from trainmedic.render.initiating import basis_words, initiating_who
 from trainmedic.render.unexplained import HEADLINE, failure_text
 
 
@@ -45,7 +46,7 @@ def finding_markdown(finding: Finding, diagnosis: Diagnosis, catalogue: Catalogu
         heading = "Collateral"
     facts = [f"`{rule.id}`", f"confidence {finding.confidence:.2f}"]
     if heading == "Root cause" and diagnosis.initiating_rank is not None:
-        facts.append(f"initiating rank {diagnosis.initiating_rank}")
+        facts.append(f"initiating rank {initiating_who(diagnosis)} ({basis_words(diagnosis)})")
     per_rank = Counter(finding.rank_of(line) for line in finding.evidence)
     ordered = sorted(per_rank.items(), key=lambda item: (item[0] is None, item[0] or 0))
     counts = ", ".join(f"{'no rank' if rank is None else f'rank {rank}'}: {n}"
@@ -62,9 +63,10 @@ def finding_markdown(finding: Finding, diagnosis: Diagnosis, catalogue: Catalogu
 
 def diagnosis_markdown(diagnosis: Diagnosis, catalogue: Catalogue) -> str:
     """The root cause entry for the results panel; a plain statement when there is none."""
-    rank = diagnosis.initiating_rank
-    reason = f"\n**Initiating rank:** {'none' if rank is None else rank}. {diagnosis.reason}\n" \
-        if diagnosis.reason else ""
+    who = "none" if diagnosis.initiating_rank is None else initiating_who(diagnosis)
+    words = basis_words(diagnosis)
+    reason = (f"\n**Initiating rank:** {who}. {words[0].upper()}{words[1:]}. "
+              f"{diagnosis.reason}\n") if diagnosis.reason else ""
     failed = diagnosis.unexplained
     if not diagnosis.root_causes and failed:
         what = failure_text(failed[0]).replace("`", "'")

@@ -8,6 +8,7 @@ from collections import Counter
 from trainmedic.catalogue.rules import Catalogue, Rule
 from trainmedic.model import Basis, Diagnosis, Line, Role, Unexplained
 from trainmedic.render.entry import Section, sections
+from trainmedic.render.initiating import basis_words, initiating_who
 from trainmedic.render.redact import evidence_text
 from trainmedic.render.sparkline import sparkline_rows
 from trainmedic.render.unexplained import HEADLINE, failure_text
@@ -16,17 +17,6 @@ TEXT_EVIDENCE = 6
 TEXT_WIDTH = 160
 TEXT_WRAP = 96
 TIMELINE_ROWS = 12
-BASIS_WORDS = {
-    Basis.FIRST_ROOT_CAUSE: "its root-cause error came before any other rank's",
-    Basis.EXITED_BY_ITSELF: "the launcher saw it end by itself and then stopped the others",
-    Basis.NAMED_BY_PEERS: "the other ranks name it in their collective-mismatch reports",
-    Basis.LAGGING_SEQUENCE: "its collective sequence number lags the other ranks'",
-    Basis.MISSING_FROM_REPORTS: "it is the one rank missing from the others' timeout reports",
-    Basis.ONLY_RANK_IN_INPUT: "it is the only rank in this input; whether it failed first is "
-                              "not known",
-    Basis.ALL_RANKS_ALIKE: "every rank failed alike, so no single rank started it",
-    Basis.UNDETERMINED: "this input does not show which rank failed first",
-}
 
 
 def _clip(text: str, width: int = TEXT_WIDTH) -> str:
@@ -82,12 +72,11 @@ def _failures(failures: tuple[Unexplained, ...], lead: str, secrets: bool) -> li
 
 
 def _initiating(diagnosis: Diagnosis) -> list[str]:
-    """The initiating rank, how it was chosen in words, and the evidence for it."""
-    rank = diagnosis.initiating_rank
-    basis = diagnosis.initiating_basis
-    head = f"Initiating rank: {rank if rank is not None else 'not determined'}"
-    if rank is not None or basis is not Basis.UNDETERMINED or diagnosis.ranks:
-        head += f" ({BASIS_WORDS[basis]})"
+    """The initiating rank and its host, how it was chosen in words, and the evidence for it."""
+    head = f"Initiating rank: {initiating_who(diagnosis)}"
+    if diagnosis.initiating_rank is not None or diagnosis.ranks or \
+            diagnosis.initiating_basis is not Basis.UNDETERMINED:
+        head += f" ({basis_words(diagnosis)})"
     out = _wrap(head)
     if diagnosis.reason:
         out.extend(_wrap(f"({diagnosis.reason})", "  "))
