@@ -60,6 +60,8 @@ export interface DiagnoseResult {
     /** How the rank was chosen: first-root-cause, exited-by-itself, named-by-peers, lagging-sequence,
      *  missing-from-reports, only-rank-in-input, all-ranks-alike or undetermined. */
     readonly initiatingBasis: string;
+    /** The host the initiating rank ran on, when the input names it. */
+    readonly initiatingHost: string | null;
     readonly findings: readonly Finding[];
     readonly ranks: readonly RankReport[];
     readonly markdown: string;
@@ -195,6 +197,7 @@ export function parseDiagnoseResult(value: unknown): DiagnoseResult {
         initiatingRank: rankOrNull(r.initiating_rank, 'initiating_rank'),
         initiatingReason: r.initiating_reason === undefined || r.initiating_reason === null ? '' : string(r.initiating_reason, 'initiating_reason'),
         initiatingBasis: r.initiating_basis === undefined || r.initiating_basis === null ? 'undetermined' : string(r.initiating_basis, 'initiating_basis'),
+        initiatingHost: r.initiating_host === undefined || r.initiating_host === null ? null : string(r.initiating_host, 'initiating_host'),
         findings: array(r.diagnoses, 'diagnoses').map((d, i) => finding(d, `diagnoses[${i}]`)),
         ranks: rankReports(r.ranks),
         markdown: r.markdown === undefined ? '' : string(r.markdown, 'markdown'),

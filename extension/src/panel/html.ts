@@ -137,7 +137,9 @@ function rootSections(model: PanelModel, options: PanelOptions): string {
         return `<header><h1>No root cause found</h1><p class="meta">${escapeHtml(model.origin)}</p></header>
 <p>Nothing in this text matches a root cause in the catalogue.${model.evidence.length > 0 ? ' The lines below failed as a consequence of something this text does not show: look further back, or at the other ranks’ logs.' : ''}</p>`;
     }
-    const initiating = model.initiatingRank === null ? 'not determined' : `rank ${model.initiatingRank}`;
+    const host = model.initiatingHost === null ? '' : ` on host ${model.initiatingHost}`;
+    const initiating = model.initiatingRank === null ? 'not determined' : `rank ${model.initiatingRank}${host}`;
+    const basis = model.basis === '' ? '' : `<p class="basis">${escapeHtml(model.basis)}</p>`;
     const runTitle = options.trusted
         ? `Types ${options.verifyCommandLine ?? root.verify} into a terminal`
         : 'Verification commands are disabled in an untrusted workspace';
@@ -145,7 +147,7 @@ function rootSections(model: PanelModel, options: PanelOptions): string {
     return `<header><h1>${escapeHtml(root.title)}</h1>
 <p class="meta">${entryLink(root.ruleId)} · confidence ${root.confidencePercent}% · ${escapeHtml(model.origin)}</p></header>
 <section class="initiating" aria-labelledby="h-rank"><h2 id="h-rank">Initiating rank</h2>
-<p class="rank-value">${escapeHtml(initiating)}</p><p class="why">${escapeHtml(model.why)}</p></section>
+<p class="rank-value">${escapeHtml(initiating)}</p><p class="why">${escapeHtml(model.why)}</p>${basis}</section>
 <section aria-labelledby="h-fix"><h2 id="h-fix">Fix</h2><pre class="fix">${escapeHtml(root.fix)}</pre>
 <div class="actions"><button type="button" class="secondary" data-action="copyFix">Copy fix</button></div></section>
 <section aria-labelledby="h-verify"><h2 id="h-verify">Verify</h2><pre class="verify"><code>${escapeHtml(root.verify)}</code></pre>

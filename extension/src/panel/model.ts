@@ -64,6 +64,9 @@ export interface PanelModel {
     readonly origin: string;
     readonly root: RootCauseModel | undefined;
     readonly initiatingRank: number | null;
+    readonly initiatingHost: string | null;
+    /** How the rank was chosen, in words that claim no order where the basis gives none. */
+    readonly basis: string;
     readonly why: string;
     readonly ranks: readonly RankRow[];
     readonly evidence: readonly EvidenceRow[];
@@ -130,6 +133,24 @@ class Places {
             paths.has(path) ? lineLabel({ path, line: Number(line) }, this.locate({ path, line: Number(line) })) : whole,
         );
     }
+}
+
+/** The server's bases in words (as its text and Markdown say them). */
+const BASIS_WORDS: Readonly<Partial<Record<string, string>>> = {
+    'first-root-cause': 'Its root-cause error came before any other rank’s.',
+    'exited-by-itself': 'The launcher saw it end by itself and then stopped the others.',
+    'named-by-peers': 'The other ranks name it in their collective-mismatch reports.',
+    'lagging-sequence': 'Its collective sequence number lags the other ranks’.',
+    'missing-from-reports': 'It is the one rank missing from the others’ timeout reports.',
+    'only-rank-in-input': 'The only rank in this input: the other ranks’ output would show whether one of them failed before it.',
+    'all-ranks-alike': 'Every rank failed alike, so no single rank started it.',
+    undetermined: 'This input does not show which rank failed first.',
+};
+
+/** How the rank was chosen; nothing for a single process's output, where there is no choice. */
+function basisWords(result: DiagnoseResult): string {
+    const none = result.initiatingRank === null && result.initiatingBasis === 'undetermined' && result.ranks.length === 0;
+    return none ? '' : BASIS_WORDS[result.initiatingBasis] ?? '';
 }
 
 /** Why the initiating rank is the one that started the failure (or why none is named). */
@@ -235,6 +256,8 @@ export function buildPanelModel(result: DiagnoseResult, origin: string, locate: 
             verify: root.verify,
         },
         initiatingRank: result.initiatingRank,
+        initiatingHost: result.initiatingHost,
+        basis: basisWords(result),
         why: explainInitiatingRank(result, places),
         ranks: rankRows(result, places),
         evidence: evidenceRows(result, places),

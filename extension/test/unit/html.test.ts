@@ -70,6 +70,24 @@ describe('panel HTML', () => {
         assert.equal(embeddedJson({ a: '</script><b>' }), '{"a":"\\u003c/script\\u003e\\u003cb\\u003e"}');
     });
 
+    it('shows the initiating rank’s host and its basis in words', () => {
+        const answer = (basis: string, host: string | null) => renderPanelHtml(buildPanelModel(parseDiagnoseResult({
+            initiating_rank: 3,
+            initiating_basis: basis,
+            initiating_host: host,
+            initiating_reason: 'rank 3 is the only rank in this input (amp-loss-scale, run.log:2)',
+            diagnoses: [{ rule_id: 'amp-loss-scale', title: 'Mixed precision loss scale', role: 'root', confidence: 0.9, rank: 3, evidence: [{ path: 'run.log', line: 2, text: 'x' }], fix: 'f', verify: 'v' }],
+            ranks: { '3': { status: 'failed', first_failure_line: { path: 'run.log', line: 2 } } },
+        }), 'run.log', () => undefined), resources, trusted);
+        const exited = answer('exited-by-itself', 'node-3');
+        assert.match(exited, /<p class="rank-value">rank 3 on host node-3<\/p>/);
+        assert.match(exited, /<p class="basis">The launcher saw it end by itself and then stopped the others\.<\/p>/);
+        const only = answer('only-rank-in-input', null);
+        assert.match(only, /<p class="rank-value">rank 3<\/p>/);
+        assert.match(only, /<p class="basis">The only rank in this input/);
+        assert.doesNotMatch(only, /failed first/i);
+    });
+
     it('shows the initiating rank, why, the fix and the verification command', () => {
         const html = renderPanelHtml(model(), resources, trusted);
         assert.match(html, /<h2 id="h-rank">Initiating rank<\/h2>\s*<p class="rank-value">rank 3<\/p><p class="why">Rank 3 failed first\.<\/p>/);

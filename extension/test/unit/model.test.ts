@@ -145,6 +145,6 @@ describe('parsing the server’s answer', () => {
 
     it('accepts an answer without the optional fields', () => {
         const minimal = parseDiagnoseResult({ initiating_rank: null, diagnoses: [] });
-        assert.deepEqual(minimal, { initiatingRank: null, initiatingReason: '', initiatingBasis: 'undetermined', findings: [], ranks: [], markdown: '', series: [] });
+        assert.deepEqual(minimal, { initiatingRank: null, initiatingReason: '', initiatingBasis: 'undetermined', initiatingHost: null, findings: [], ranks: [], markdown: '', series: [] });
     });
 });
