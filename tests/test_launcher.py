@@ -290,3 +290,8 @@ def test_srun_and_mpirun_name_the_host() -> None:
 
 def test_a_loopback_name_names_no_host() -> None:
     assert report_of(summary("localhost", "2024-08-20_11:37:36", 2, 2, 7)).host_of(2) is None
+
+
+def test_one_summary_printed_twice_is_one_root_cause() -> None:
+    once = summary("gpu-node-1", "2024-08-20_11:37:36", 2, 2, 793064)
+    assert len(report_of(once + once).torchelastic_roots()) == 1

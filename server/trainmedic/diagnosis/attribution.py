@@ -24,7 +24,7 @@ from functools import cmp_to_key
 from typing import TypeVar
 
 from trainmedic.logs.launcher import CODE_SIGNALS, SIGTERM, LauncherReport, WorkerExit
-from trainmedic.logs.prefixes import host_prefix
+from trainmedic.logs.prefixes import host_prefix, rank_of_path
 from trainmedic.model import Basis, Finding, Line, RankReport, RankStatus, Role, Unexplained
 
 T = TypeVar("T")
@@ -307,7 +307,9 @@ def _first_root_cause(first_root: dict[int, tuple[Line, str]],
         return None
     rank = _earliest(first_root, order)
     earliest = first_root[rank][0]
-    if earliest.number == 1:
+    if earliest.number == 1 and rank_of_path(earliest.path) is None:
+        # a log of several ranks that starts at this failure was cut there (a rank's own
+        # file may well start with its error: the others' files hold their output)
         return _Choice(None, Basis.UNDETERMINED,
                        f"rank {rank} failed with a root cause ({first_root[rank][1]}, "
                        f"{earliest.path}:1), but its input begins with that line: what was "

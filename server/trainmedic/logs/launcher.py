@@ -129,8 +129,12 @@ class LauncherReport:
         return roots[0] if roots else None
 
     def torchelastic_roots(self) -> tuple[WorkerExit, ...]:
-        """Every agent's Root Cause, as printed."""
-        return tuple(e for e in self.exits if e.torchelastic_root)
+        """Every agent's Root Cause, as printed (a summary printed twice counts once)."""
+        seen: dict[tuple[int | None, int | None, str | None, float | None], WorkerExit] = {}
+        for e in self.exits:
+            if e.torchelastic_root:
+                seen.setdefault((e.rank, e.pid, e.host, e.time), e)
+        return tuple(seen.values())
 
     def host_of(self, rank: int) -> str | None:
         """The host a launcher says the rank ran on (not a loopback name: it names none)."""
