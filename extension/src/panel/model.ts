@@ -142,7 +142,7 @@ const BASIS_WORDS: Readonly<Partial<Record<string, string>>> = {
     'named-by-peers': 'The other ranks name it in their collective-mismatch reports.',
     'lagging-sequence': 'Its collective sequence number lags the other ranks’.',
     'missing-from-reports': 'It is the one rank missing from the others’ timeout reports.',
-    'only-rank-in-input': 'The only rank in this input: the other ranks’ output would show whether one of them failed before it.',
+    'only-rank-in-input': 'The only rank in this input, so whether it started the failure is not known.',
     'all-ranks-alike': 'Every rank failed alike, so no single rank started it.',
     undetermined: 'This input does not show which rank failed first.',
 };

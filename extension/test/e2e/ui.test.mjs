@@ -134,9 +134,11 @@ step('Diagnose Selection on a traceback shows the initiating rank and the fix', 
     if (rank !== 'rank 0') {
         throw new Error(`initiating rank shown: ${rank}`);
     }
+    // the selection holds rank 0's traceback only: it is not said to have failed first
     const why = await panel.locator('.why').innerText();
-    if (!/failed first/i.test(why)) {
-        throw new Error(`why: ${why}`);
+    const basis = await panel.locator('.basis').innerText();
+    if (!/only rank in this input/i.test(why) || !/only rank in this input/i.test(basis) || /failed first/i.test(why + basis)) {
+        throw new Error(`why: ${why} basis: ${basis}`);
     }
     const fix = await panel.locator('pre.fix').innerText();
     if (!fix.includes('torch.amp.GradScaler("cuda")')) {

@@ -12,8 +12,8 @@ BASIS_WORDS = {
     Basis.NAMED_BY_PEERS: "the other ranks name it in their collective-mismatch reports",
     Basis.LAGGING_SEQUENCE: "its collective sequence number lags the other ranks'",
     Basis.MISSING_FROM_REPORTS: "it is the one rank missing from the others' timeout reports",
-    Basis.ONLY_RANK_IN_INPUT: "the only rank in this input: the other ranks' output would show "
-                              "whether one of them failed before it",
+    Basis.ONLY_RANK_IN_INPUT: "the only rank in this input, so whether it started the failure "
+                              "is not known",
     Basis.ALL_RANKS_ALIKE: "every rank failed alike, so no single rank started it",
     Basis.UNDETERMINED: "this input does not show which rank failed first",
 }
