@@ -1,10 +1,18 @@
-"""Refuse fingerprint patterns whose matching time could grow faster than the text.
+r"""Refuse fingerprint patterns whose matching time could grow faster than the text.
 
 Python's `re` backtracks, so every fingerprint, bundled or user-written, keeps to a subset in
-which the work per starting position is bounded by the pattern alone, making a scan linear in
-the length of the text: no backreferences, no unbounded repetition (`*`, `+`, `{n,}`: write
-`{0,200}`), no repetition of a body that itself repeats or alternates unless the body begins
-with a literal character, and a leading repetition of at most LEADING_REPEAT_MAX.
+which the work per starting position is bounded by a small multiple of the pattern's size,
+making a scan linear in the length of the text:
+- no backreferences, no unbounded repetition (`*`, `+`, `{n,}`: write `{0,200}`);
+- repetition counts of at most MAX_COUNT, multiplied along nested repetitions (Hyperscan,
+  the native backend, refuses larger ones);
+- a repeated body that varies in length or alternates starts with a character that the rest
+  of the body cannot match, so each repetition begins at one place only (`(?:\.\d{1,6}){0,4}`,
+  not `(a|aa){1,200}`);
+- next to each other, repetitions that can match the same characters multiply the ways a
+  line splits between them: that product stays within MAX_SPLITS (`\d{1,6}[-,\d]{0,300}`,
+  not `a{0,200}a{0,200}`);
+- a leading repetition of at most LEADING_REPEAT_MAX.
 """
 
 from __future__ import annotations
@@ -27,6 +35,168 @@ _p = _module("re._parser", "sre_parse")
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)}
 _UNBOUNDED = 1 << 16
 LEADING_REPEAT_MAX = 256
+MAX_COUNT = 4000
+MAX_SPLITS = 1 << 15  # about half a second for a 10,000-character line at the limit
+
+# Characters as the analysis sees them: the ASCII codes, and one code standing for all others.
+# Letters stand for both their cases, so patterns compiled case-insensitively are covered.
+_OTHER = 128
+_ALL = frozenset(range(_OTHER + 1))
+_CATEGORIES = {
+    "CATEGORY_DIGIT": frozenset(range(48, 58)) | {_OTHER},
+    "CATEGORY_SPACE": frozenset(b" \t\n\r\f\v") | {_OTHER},
+    "CATEGORY_WORD": frozenset(b"_0123456789abcdefghijklmnopqrstuvwxyz"
+                               b"ABCDEFGHIJKLMNOPQRSTUVWXYZ") | {_OTHER},
+}
+
+
+def _cased(code: int) -> frozenset[int]:
+    if code >= _OTHER:
+        return frozenset({_OTHER})
+    return frozenset({code, ord(chr(code).swapcase())})
+
+
+def _category(name: str) -> frozenset[int]:
+    if name.startswith("CATEGORY_NOT_"):
+        return (_ALL - _CATEGORIES.get("CATEGORY_" + name[13:], frozenset())) | {_OTHER}
+    return _CATEGORIES.get(name, _ALL)
+
+
+def _in_set(items: Any) -> frozenset[int]:
+    found: set[int] = set()
+    negate = False
+    for op, arg in items:
+        if op is _c.NEGATE:
+            negate = True
+        elif op is _c.LITERAL:
+            found |= _cased(arg)
+        elif op is _c.RANGE:
+            low, high = arg
+            for code in range(low, min(high, _OTHER - 1) + 1):
+                found |= _cased(code)
+            if high >= _OTHER:
+                found.add(_OTHER)
+        elif op is _c.CATEGORY:
+            found |= _category(str(arg))
+        else:
+            found |= _ALL
+    return (_ALL - found) | {_OTHER} if negate else frozenset(found)
+
+
+def _chars(items: Any) -> frozenset[int]:
+    """Every character some item of `items` can match."""
+    found: frozenset[int] = frozenset()
+    for op, arg in items:
+        if op is _c.LITERAL:
+            found |= _cased(arg)
+        elif op is _c.NOT_LITERAL or op is _c.ANY:
+            found |= _ALL
+        elif op is _c.IN:
+            found |= _in_set(arg)
+        elif op in _REPEATS:
+            found |= _chars(arg[2])
+        elif op is _c.SUBPATTERN:
+            found |= _chars(arg[-1])
+        elif op is _c.BRANCH:
+            for branch in arg[1]:
+                found |= _chars(branch)
+        elif op is _c.CATEGORY:
+            found |= _category(str(arg))
+        elif op not in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
+            found |= _ALL  # anything else: assume the worst
+    return found
+
+
+def _width(items: Any) -> tuple[int, int]:
+    low, high = _p.SubPattern(_p.State(), list(items)).getwidth()
+    return int(low), int(high)
+
+
+def _first(items: Any) -> frozenset[int]:
+    """The characters a match of `items` can begin with."""
+    found: frozenset[int] = frozenset()
+    for item in items:
+        op, arg = item
+        if op in _REPEATS:
+            found |= _first(arg[2])
+        elif op is _c.SUBPATTERN:
+            found |= _first(arg[-1])
+        elif op is _c.BRANCH:
+            for branch in arg[1]:
+                found |= _first(branch)
+        else:
+            found |= _chars([item])
+        if _width([item])[0] > 0:
+            break
+    return found
+
+
+def _splits(items: Any) -> int:
+    """The most ways a line can split between adjacent repetitions of `items` that can match
+    the same characters (1 when none can), looking into groups as well."""
+    worst, ways, open_chars = 1, 1, frozenset[int]()
+    for item in items:
+        for body in _bodies(item):
+            worst = max(worst, _splits(body))
+        low, high = _width([item])
+        if high == 0:
+            continue  # an anchor or a lookaround: it consumes nothing
+        span = _ends(item)
+        ways = ways * span if _first([item]) & open_chars else span
+        worst = max(worst, ways)
+        if span == 1:
+            ways, open_chars = 1, frozenset()
+        else:
+            chars = _chars([item])
+            open_chars = open_chars | chars if low == 0 else chars
+    return worst
+
+
+def _ends(item: Any) -> int:
+    """How many places a match of `item` can end at, from one start: one per length, and
+    for an alternation one per length of each alternative."""
+    op, arg = item
+    if op is _c.SUBPATTERN and len(arg[-1]) == 1:
+        return _ends(arg[-1][0])
+    if op is _c.BRANCH:
+        return sum(high - low + 1 for low, high in map(_width, arg[1]))
+    low, high = _width([item])
+    return min(high, _UNBOUNDED) - low + 1
+
+
+def _bodies(item: Any) -> list[Any]:
+    op, arg = item
+    if op in _REPEATS:
+        return [arg[2]]
+    if op is _c.SUBPATTERN:
+        return [arg[-1]]
+    if op is _c.BRANCH:
+        return list(arg[1])
+    if op in (_c.ASSERT, _c.ASSERT_NOT):
+        return [arg[1]]
+    return []
+
+
+def _self_delimiting(body: Any) -> bool:
+    """Whether each repetition of `body` can begin at one place only: the body starts with a
+    single character that no later part of it can match."""
+    items = list(body)
+    while len(items) >= 1 and items[0][0] is _c.SUBPATTERN:
+        items = list(items[0][1][-1]) + items[1:]
+    if not items or _width(items[:1]) != (1, 1) or items[0][0] in _REPEATS:
+        return False
+    return not (_chars(items[:1]) & _chars(items[1:]))
+
+
+def _counts(items: Any, outer: int = 1) -> int:
+    """The largest product of repetition counts along a nesting of `items`."""
+    worst = outer
+    for item in items:
+        op, arg = item
+        inner = outer * int(arg[1]) if op in _REPEATS else outer
+        for body in _bodies(item):
+            worst = max(worst, _counts(body, inner))
+    return worst
 
 
 def _repeats_or_branches(items: Any) -> bool:
@@ -38,13 +208,6 @@ def _repeats_or_branches(items: Any) -> bool:
     return False
 
 
-def _starts_with_literal(items: Any) -> bool:
-    items = list(items)
-    while items and items[0][0] is _c.SUBPATTERN:
-        items = list(items[0][1][-1])
-    return bool(items) and items[0][0] is _c.LITERAL
-
-
 def _walk(items: Any) -> str | None:
     for op, arg in items:
         if op in (_c.GROUPREF, getattr(_c, "GROUPREF_EXISTS", None)):
@@ -54,9 +217,11 @@ def _walk(items: Any) -> str | None:
             if high >= _UNBOUNDED or high == _c.MAXREPEAT:
                 return ("unbounded repetition (*, +, {n,}) can make matching super-linear; "
                         "bound it, e.g. {0,200}")
-            if high > 1 and _repeats_or_branches(sub) and not _starts_with_literal(sub):
+            if high > 1 and (_repeats_or_branches(sub) or len(set(_width(sub))) > 1) \
+                    and not _self_delimiting(sub):
                 return ("a repeated group that itself repeats or alternates can backtrack "
-                        "exponentially; start the group with a literal character or flatten it")
+                        "exponentially; start the group with a character the rest of it "
+                        "cannot match, or flatten it")
             problem = _walk(sub)
         elif op is _c.SUBPATTERN:
             problem = _walk(arg[-1])
@@ -97,6 +262,13 @@ def check_pattern(pattern: str) -> str | None:
     if problem is None and _leading_repeat(parsed) > LEADING_REPEAT_MAX:
         problem = (f"a pattern that starts with a repetition may repeat at most "
                    f"{LEADING_REPEAT_MAX} times; start it with a literal instead")
+    if problem is None and _counts(parsed) > MAX_COUNT:
+        problem = (f"repetition counts may reach at most {MAX_COUNT} (multiplied along nested "
+                   "repetitions); bound it lower")
+    if problem is None and _splits(parsed) > MAX_SPLITS:
+        problem = ("adjacent repetitions that can match the same characters backtrack over "
+                   f"every way a line splits between them (more than {MAX_SPLITS}); separate "
+                   "them with a character neither matches, or merge them into one")
     return problem
 
 
