@@ -7,11 +7,13 @@ making a scan linear in the length of the text:
 - repetition counts of at most MAX_COUNT, multiplied along nested repetitions (Hyperscan,
   the native backend, refuses larger ones);
 - a repeated body that varies in length or alternates starts with a character that the rest
-  of the body cannot match, so each repetition begins at one place only (`(?:\.\d{1,6}){0,4}`,
-  not `(a|aa){1,200}`);
+  of the body cannot match, so each repetition begins at one place only, and matches a text
+  in one way only (`(?:\.\d{1,6}){0,4}`, not `(a|aa){1,200}` or `(?:xa{0,9}a{0,9}){0,50}`);
 - next to each other, repetitions that can match the same characters multiply the ways a
-  line splits between them: that product stays within MAX_SPLITS (`\d{1,6}[-,\d]{0,300}`,
-  not `a{0,200}a{0,200}`);
+  line splits between them, tried at every start: that product, divided by how far apart two
+  starts must be (the period of the literal the pattern begins with), stays within
+  MAX_SPLITS (`\d{1,6}[-,\d]{0,300}`, `Tried to allocate .{0,1500}?\d{1,9}`, not
+  `a{0,100}a{0,100}`);
 - a leading repetition of at most LEADING_REPEAT_MAX.
 """
 
@@ -36,7 +38,7 @@ _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MA
 _UNBOUNDED = 1 << 16
 LEADING_REPEAT_MAX = 256
 MAX_COUNT = 4000
-MAX_SPLITS = 1 << 15  # about half a second for a 10,000-character line at the limit
+MAX_SPLITS = 1 << 13  # about a tenth of a second on a 10,000-character line
 
 # Characters as the analysis sees them: the ASCII codes, and one code standing for all others.
 # Letters stand for both their cases, so patterns compiled case-insensitively are covered.
@@ -131,25 +133,68 @@ def _first(items: Any) -> frozenset[int]:
     return found
 
 
-def _splits(items: Any) -> int:
+def _splits(items: Any) -> tuple[int, bool]:
     """The most ways a line can split between adjacent repetitions of `items` that can match
-    the same characters (1 when none can), looking into groups as well."""
-    worst, ways, open_chars = 1, 1, frozenset[int]()
-    for item in items:
+    the same characters (1 when none can), looking into groups as well; and whether any can
+    (the items can then match one text in more than one way).
+
+    A literal between such repetitions keeps them adjacent (the first can match it too), but
+    only the places where the whole literal matches count: a literal of period p leaves one
+    place in p.
+    """
+    worst, ways, open_chars, ambiguous = 1, 1, frozenset[int](), False
+    run = ""  # the literal read since the last repetition of the chain
+    for item in _flat(items):
         for body in _bodies(item):
-            worst = max(worst, _splits(body))
+            inner, inner_ambiguous = _splits(body)
+            worst, ambiguous = max(worst, inner), ambiguous or inner_ambiguous
+        if item[0] is _c.BRANCH and _alternatives_overlap(item[1][1]):
+            ambiguous = True
         low, high = _width([item])
         if high == 0:
             continue  # an anchor or a lookaround: it consumes nothing
         span = _ends(item)
-        ways = ways * span if _first([item]) & open_chars else span
-        worst = max(worst, ways)
+        overlaps = bool(_first([item]) & open_chars)
         if span == 1:
-            ways, open_chars = 1, frozenset()
+            if overlaps and item[0] is _c.LITERAL:
+                run += chr(item[1]).lower()
+            elif not overlaps:  # a piece the repetitions before it cannot match ends them
+                ways, open_chars, run = 1, frozenset(), ""
+            continue
+        if overlaps:
+            ways, ambiguous = max(ways // _period(run), 1) * span, True
+        elif low == 0 and open_chars:  # it may be skipped: the chain goes on past it
+            ways = max(ways, span)
         else:
-            chars = _chars([item])
-            open_chars = open_chars | chars if low == 0 else chars
-    return worst
+            ways = span
+        run = ""
+        worst = max(worst, ways)
+        # What the next piece could take from: this repetition, and those before it too
+        # when this one can be empty.
+        chars = _chars([item])
+        open_chars = open_chars | chars if low == 0 else chars
+    return worst, ambiguous
+
+
+def _flat(items: Any) -> list[Any]:
+    """`items` with their groups (not repeated, not alternations) opened in place: a group
+    is its pieces, each next to what comes before and after it."""
+    found = []
+    for item in items:
+        if item[0] is _c.SUBPATTERN:
+            found.extend(_flat(item[1][-1]))
+        else:
+            found.append(item)
+    return found
+
+
+def _alternatives_overlap(alternatives: Any) -> bool:
+    """Whether two alternatives can match at the same place: both empty, or beginning with
+    a common character."""
+    if sum(_width(alt)[0] == 0 for alt in alternatives) > 1:
+        return True
+    firsts = [_first(alt) for alt in alternatives]
+    return any(a & b for i, a in enumerate(firsts) for b in firsts[i + 1:])
 
 
 def _ends(item: Any) -> int:
@@ -188,6 +233,23 @@ def _self_delimiting(body: Any) -> bool:
     return not (_chars(items[:1]) & _chars(items[1:]))
 
 
+def _prefix(items: Any) -> str:
+    """The literal every match begins with (letters folded: patterns may ignore case)."""
+    found = []
+    for op, arg in items:
+        if op is _c.AT:
+            continue
+        if op is not _c.LITERAL:
+            break
+        found.append(chr(arg).lower())
+    return "".join(found)
+
+
+def _period(text: str) -> int:
+    """The least distance between two overlapping occurrences of `text` (1 when empty)."""
+    return next((p for p in range(1, len(text)) if text[p:] == text[:-p]), max(len(text), 1))
+
+
 def _counts(items: Any, outer: int = 1) -> int:
     """The largest product of repetition counts along a nesting of `items`."""
     worst = outer
@@ -218,7 +280,7 @@ def _walk(items: Any) -> str | None:
                 return ("unbounded repetition (*, +, {n,}) can make matching super-linear; "
                         "bound it, e.g. {0,200}")
             if high > 1 and (_repeats_or_branches(sub) or len(set(_width(sub))) > 1) \
-                    and not _self_delimiting(sub):
+                    and not (_self_delimiting(sub) and not _splits(sub)[1]):
                 return ("a repeated group that itself repeats or alternates can backtrack "
                         "exponentially; start the group with a character the rest of it "
                         "cannot match, or flatten it")
@@ -265,7 +327,7 @@ def check_pattern(pattern: str) -> str | None:
     if problem is None and _counts(parsed) > MAX_COUNT:
         problem = (f"repetition counts may reach at most {MAX_COUNT} (multiplied along nested "
                    "repetitions); bound it lower")
-    if problem is None and _splits(parsed) > MAX_SPLITS:
+    if problem is None and _splits(parsed)[0] // _period(_prefix(parsed)) > MAX_SPLITS:
         problem = ("adjacent repetitions that can match the same characters backtrack over "
                    f"every way a line splits between them (more than {MAX_SPLITS}); separate "
                    "them with a character neither matches, or merge them into one")
