@@ -368,3 +368,48 @@ def test_redaction_is_linear_on_hostile_lines() -> None:
                   "AKIAIOSFODNN7EXAMPLE ", "Authorization: ", "xoxb-", "a" * 39 + "/"):
         redact(piece * (200_000 // len(piece)))
     assert time.monotonic() - start < 2  # about 0.2 s: linear, where backtracking takes minutes
+
+
+# A private key printed as stored (the body is made up): one evidence line per log line.
+PEM_LINES = [
+    "[rank0]: loading the service key:",
+    "[rank0]: -----BEGIN PRIVATE KEY-----",
+    "[rank0]: MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+    "[rank0]: MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu",
+    "[rank0]: -----END PRIVATE KEY----- loaded",
+    "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered",
+]
+PEM_BODY = ("MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3S")
+
+
+def test_a_private_key_across_evidence_lines_is_masked_in_text_and_json() -> None:
+    from trainmedic.catalogue.load import bundled
+    from trainmedic.model import Finding, Line, Role
+    from trainmedic.render.json import finding_dict
+    from trainmedic.render.text import _evidence_lines
+
+    lines = tuple(Line("run.log", number, text, rank=0)
+                  for number, text in enumerate(PEM_LINES, 1))
+    finding = Finding("cuda-illegal-memory-access", Role.ROOT, 0, 0.9, lines)
+    rule = bundled().get("cuda-illegal-memory-access")
+    assert rule is not None
+    shown = [e["text"] for e in finding_dict(finding, rule)["evidence"]]
+    text = "\n".join(_evidence_lines(lines, secrets=False, limit=len(lines)))
+    for body in PEM_BODY:
+        assert body not in " ".join(shown)
+        assert body not in text
+    assert shown[0] == PEM_LINES[0]  # before the key and after it, lines are as they were
+    assert shown[-1] == PEM_LINES[-1]
+    assert shown[2] == shown[3] == "[REDACTED]"
+    assert shown[4] == "[REDACTED]-----END PRIVATE KEY----- loaded"
+    assert any(body in e["text"] for e in finding_dict(finding, rule, secrets=True)["evidence"]
+               for body in PEM_BODY)
+
+
+def test_a_public_key_or_certificate_across_lines_is_left_alone() -> None:
+    from trainmedic.render.redact import redact_lines
+
+    lines = ["-----BEGIN CERTIFICATE-----",
+             "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQG",
+             "-----END CERTIFICATE-----", "step 3 loss=1.0"]
+    assert redact_lines(lines) == lines

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -31,12 +35,34 @@ def test_distributed_probe_runs_a_real_gloo_job(capsys: pytest.CaptureFixture[st
     assert "torch " in out
     assert "backends: gloo yes" in out
     assert "NCCL_DEBUG=INFO" in out                       # the environment is shown
-    assert "tcp://127.0.0.1:" in out
+    assert "rendezvous: a file store in a private temporary folder (no network" in out
+    assert "PASS  gloo listens on 127.0.0.1 only" in out  # nothing on [::] or 0.0.0.0
     assert "PASS  rendezvous and gloo all_reduce across 2 processes: 1 + 2 = 3.0" in out
     assert "PASS  TORCH_DISTRIBUTED_DEBUG=DETAIL checks report mismatched collectives" in out
     assert "PASS  a collective that rank 1 skips fails with a timeout" in out
     assert "Timed out waiting 2000ms for recv operation" in out   # gloo's real message
     assert "SKIP" in out                                  # NCCL: checked or said why not
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_distributed_probe_binds_loopback_only_and_makes_no_dns_query(tmp_path: Path) -> None:
+    """What the probe's processes ask the kernel for: every bind on 127.0.0.1 (or a local
+    socket), no connect to port 53."""
+    pytest.importorskip("torch")
+    trace = tmp_path / "trace"
+    done = subprocess.run(["strace", "-f", "-e", "trace=bind,connect", "-o", str(trace),
+                           sys.executable, "-m", "trainmedic", "probe", "distributed"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    if "PTRACE" in done.stderr or "Operation not permitted" in done.stderr:
+        pytest.skip("strace cannot trace here")
+    assert done.returncode == 0, done.stdout[-2000:]
+    calls = [line for line in trace.read_text().splitlines()
+             if ("bind(" in line or "connect(" in line) and "sa_family=AF_INET" in line]
+    assert calls  # gloo's own sockets, at least
+    for call in calls:
+        assert "htons(53)" not in call, call
+        if "bind(" in call:
+            assert 'inet_addr("127.0.0.1")' in call, call
 
 
 def test_port_probe_passes_on_a_free_port(capsys: pytest.CaptureFixture[str],

@@ -128,9 +128,25 @@ def _fail(message: str, code: int) -> int:
 
 
 def _catalogue(rule_dirs: Sequence[str]) -> Catalogue:
-    from trainmedic.catalogue.load import load
+    from trainmedic.catalogue.load import bundled
 
-    return load([Path(d) for d in rule_dirs])
+    catalogue = bundled()
+    for directory in rule_dirs:
+        catalogue = catalogue.merged(_pack(Path(directory)))
+    return catalogue
+
+
+def _pack(directory: Path) -> Catalogue:
+    """A rule pack, refused (RuleError) when the matcher backend cannot compile it."""
+    from trainmedic.catalogue.load import load_pack
+    from trainmedic.catalogue.rules import RuleError
+    from trainmedic.matching.choice import unsupported
+
+    pack = load_pack(directory)
+    problem = unsupported(pack)
+    if problem is not None:
+        raise RuleError(str(directory), None, "fingerprints", problem)
+    return pack
 
 
 def _print_diagnosis(diagnosis: Diagnosis, catalogue: Catalogue,
@@ -305,10 +321,8 @@ def cmd_rules_test(args: argparse.Namespace) -> int:
 
 
 def cmd_rules_validate(args: argparse.Namespace) -> int:
-    from trainmedic.catalogue.load import load_pack
-
     for directory in args.dirs:
-        pack = load_pack(Path(directory))
+        pack = _pack(Path(directory))
         print(f"{directory}: {len(pack.rules)} rules valid")
     return EXIT_OK
 

@@ -147,6 +147,7 @@ async def test_an_invalid_pack_is_reported_and_the_bundled_rules_still_work(
 
 
 @pytest.mark.asyncio
+@pytest.mark.settings({"workspaceTrusted": True})  # untrusted: tests/lsp/test_hostile_lsp.py
 async def test_diagnose_with_a_rule_pack_for_one_call(client: LanguageClient, pack: Path) -> None:
     assert await diagnosed_ids(client, NODE_FAILURE, rulePacks=[str(pack)]) == \
         ["slurm-node-failure"]

@@ -1,10 +1,20 @@
-"""Refuse fingerprint patterns whose matching time could grow faster than the text.
+r"""Refuse fingerprint patterns whose matching time could grow faster than the text.
 
 Python's `re` backtracks, so every fingerprint, bundled or user-written, keeps to a subset in
-which the work per starting position is bounded by the pattern alone, making a scan linear in
-the length of the text: no backreferences, no unbounded repetition (`*`, `+`, `{n,}`: write
-`{0,200}`), no repetition of a body that itself repeats or alternates unless the body begins
-with a literal character, and a leading repetition of at most LEADING_REPEAT_MAX.
+which the work per starting position is bounded by a small multiple of the pattern's size,
+making a scan linear in the length of the text:
+- no backreferences, no unbounded repetition (`*`, `+`, `{n,}`: write `{0,200}`);
+- repetition counts of at most MAX_COUNT, multiplied along nested repetitions (Hyperscan,
+  the native backend, refuses larger ones);
+- a repeated body that varies in length or alternates starts with a character that the rest
+  of the body cannot match, so each repetition begins at one place only, and matches a text
+  in one way only (`(?:\.\d{1,6}){0,4}`, not `(a|aa){1,200}` or `(?:xa{0,9}a{0,9}){0,50}`);
+- next to each other, repetitions that can match the same characters multiply the ways a
+  line splits between them, tried at every start: that product, divided by how far apart two
+  starts must be (the period of the literal the pattern begins with), stays within
+  MAX_SPLITS (`\d{1,6}[-,\d]{0,300}`, `Tried to allocate .{0,1500}?\d{1,9}`, not
+  `a{0,100}a{0,100}`);
+- a leading repetition of at most LEADING_REPEAT_MAX.
 """
 
 from __future__ import annotations
@@ -27,6 +37,228 @@ _p = _module("re._parser", "sre_parse")
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)}
 _UNBOUNDED = 1 << 16
 LEADING_REPEAT_MAX = 256
+MAX_COUNT = 4000
+MAX_SPLITS = 1 << 13  # about a tenth of a second on a 10,000-character line
+
+# Characters as the analysis sees them: the ASCII codes, and one code standing for all others.
+# Letters stand for both their cases, so patterns compiled case-insensitively are covered.
+_OTHER = 128
+_ALL = frozenset(range(_OTHER + 1))
+_CATEGORIES = {
+    "CATEGORY_DIGIT": frozenset(range(48, 58)) | {_OTHER},
+    "CATEGORY_SPACE": frozenset(b" \t\n\r\f\v") | {_OTHER},
+    "CATEGORY_WORD": frozenset(b"_0123456789abcdefghijklmnopqrstuvwxyz"
+                               b"ABCDEFGHIJKLMNOPQRSTUVWXYZ") | {_OTHER},
+}
+
+
+def _cased(code: int) -> frozenset[int]:
+    if code >= _OTHER:
+        return frozenset({_OTHER})
+    return frozenset({code, ord(chr(code).swapcase())})
+
+
+def _category(name: str) -> frozenset[int]:
+    if name.startswith("CATEGORY_NOT_"):
+        return (_ALL - _CATEGORIES.get("CATEGORY_" + name[13:], frozenset())) | {_OTHER}
+    return _CATEGORIES.get(name, _ALL)
+
+
+def _in_set(items: Any) -> frozenset[int]:
+    found: set[int] = set()
+    negate = False
+    for op, arg in items:
+        if op is _c.NEGATE:
+            negate = True
+        elif op is _c.LITERAL:
+            found |= _cased(arg)
+        elif op is _c.RANGE:
+            low, high = arg
+            for code in range(low, min(high, _OTHER - 1) + 1):
+                found |= _cased(code)
+            if high >= _OTHER:
+                found.add(_OTHER)
+        elif op is _c.CATEGORY:
+            found |= _category(str(arg))
+        else:
+            found |= _ALL
+    return (_ALL - found) | {_OTHER} if negate else frozenset(found)
+
+
+def _chars(items: Any) -> frozenset[int]:
+    """Every character some item of `items` can match."""
+    found: frozenset[int] = frozenset()
+    for op, arg in items:
+        if op is _c.LITERAL:
+            found |= _cased(arg)
+        elif op is _c.NOT_LITERAL or op is _c.ANY:
+            found |= _ALL
+        elif op is _c.IN:
+            found |= _in_set(arg)
+        elif op in _REPEATS:
+            found |= _chars(arg[2])
+        elif op is _c.SUBPATTERN:
+            found |= _chars(arg[-1])
+        elif op is _c.BRANCH:
+            for branch in arg[1]:
+                found |= _chars(branch)
+        elif op is _c.CATEGORY:
+            found |= _category(str(arg))
+        elif op not in (_c.AT, _c.ASSERT, _c.ASSERT_NOT):
+            found |= _ALL  # anything else: assume the worst
+    return found
+
+
+def _width(items: Any) -> tuple[int, int]:
+    low, high = _p.SubPattern(_p.State(), list(items)).getwidth()
+    return int(low), int(high)
+
+
+def _first(items: Any) -> frozenset[int]:
+    """The characters a match of `items` can begin with."""
+    found: frozenset[int] = frozenset()
+    for item in items:
+        op, arg = item
+        if op in _REPEATS:
+            found |= _first(arg[2])
+        elif op is _c.SUBPATTERN:
+            found |= _first(arg[-1])
+        elif op is _c.BRANCH:
+            for branch in arg[1]:
+                found |= _first(branch)
+        else:
+            found |= _chars([item])
+        if _width([item])[0] > 0:
+            break
+    return found
+
+
+def _splits(items: Any) -> tuple[int, bool]:
+    """The most ways a line can split between adjacent repetitions of `items` that can match
+    the same characters (1 when none can), looking into groups as well; and whether any can
+    (the items can then match one text in more than one way).
+
+    A literal between such repetitions keeps them adjacent (the first can match it too), but
+    only the places where the whole literal matches count: a literal of period p leaves one
+    place in p.
+    """
+    worst, ways, open_chars, ambiguous = 1, 1, frozenset[int](), False
+    run = ""  # the literal read since the last repetition of the chain
+    for item in _flat(items):
+        for body in _bodies(item):
+            inner, inner_ambiguous = _splits(body)
+            worst, ambiguous = max(worst, inner), ambiguous or inner_ambiguous
+        if item[0] is _c.BRANCH and _alternatives_overlap(item[1][1]):
+            ambiguous = True
+        low, high = _width([item])
+        if high == 0:
+            continue  # an anchor or a lookaround: it consumes nothing
+        span = _ends(item)
+        overlaps = bool(_first([item]) & open_chars)
+        if span == 1:
+            if overlaps and item[0] is _c.LITERAL:
+                run += chr(item[1]).lower()
+            elif not overlaps:  # a piece the repetitions before it cannot match ends them
+                ways, open_chars, run = 1, frozenset(), ""
+            continue
+        if overlaps:
+            ways, ambiguous = max(ways // _period(run), 1) * span, True
+        elif low == 0 and open_chars:  # it may be skipped: the chain goes on past it
+            ways = max(ways, span)
+        else:
+            ways = span
+        run = ""
+        worst = max(worst, ways)
+        # What the next piece could take from: this repetition, and those before it too
+        # when this one can be empty.
+        chars = _chars([item])
+        open_chars = open_chars | chars if low == 0 else chars
+    return worst, ambiguous
+
+
+def _flat(items: Any) -> list[Any]:
+    """`items` with their groups (not repeated, not alternations) opened in place: a group
+    is its pieces, each next to what comes before and after it."""
+    found = []
+    for item in items:
+        if item[0] is _c.SUBPATTERN:
+            found.extend(_flat(item[1][-1]))
+        else:
+            found.append(item)
+    return found
+
+
+def _alternatives_overlap(alternatives: Any) -> bool:
+    """Whether two alternatives can match at the same place: both empty, or beginning with
+    a common character."""
+    if sum(_width(alt)[0] == 0 for alt in alternatives) > 1:
+        return True
+    firsts = [_first(alt) for alt in alternatives]
+    return any(a & b for i, a in enumerate(firsts) for b in firsts[i + 1:])
+
+
+def _ends(item: Any) -> int:
+    """How many places a match of `item` can end at, from one start: one per length, and
+    for an alternation one per length of each alternative."""
+    op, arg = item
+    if op is _c.SUBPATTERN and len(arg[-1]) == 1:
+        return _ends(arg[-1][0])
+    if op is _c.BRANCH:
+        return sum(high - low + 1 for low, high in map(_width, arg[1]))
+    low, high = _width([item])
+    return min(high, _UNBOUNDED) - low + 1
+
+
+def _bodies(item: Any) -> list[Any]:
+    op, arg = item
+    if op in _REPEATS:
+        return [arg[2]]
+    if op is _c.SUBPATTERN:
+        return [arg[-1]]
+    if op is _c.BRANCH:
+        return list(arg[1])
+    if op in (_c.ASSERT, _c.ASSERT_NOT):
+        return [arg[1]]
+    return []
+
+
+def _self_delimiting(body: Any) -> bool:
+    """Whether each repetition of `body` can begin at one place only: the body starts with a
+    single character that no later part of it can match."""
+    items = list(body)
+    while len(items) >= 1 and items[0][0] is _c.SUBPATTERN:
+        items = list(items[0][1][-1]) + items[1:]
+    if not items or _width(items[:1]) != (1, 1) or items[0][0] in _REPEATS:
+        return False
+    return not (_chars(items[:1]) & _chars(items[1:]))
+
+
+def _prefix(items: Any) -> str:
+    """The literal every match begins with (letters folded: patterns may ignore case)."""
+    found = []
+    for op, arg in items:
+        if op is _c.AT:
+            continue
+        if op is not _c.LITERAL:
+            break
+        found.append(chr(arg).lower())
+    return "".join(found)
+
+
+def _period(text: str) -> int:
+    """The least distance between two overlapping occurrences of `text` (1 when empty)."""
+    return next((p for p in range(1, len(text)) if text[p:] == text[:-p]), max(len(text), 1))
+
+
+def _counts(items: Any, outer: int = 1) -> int:
+    """The largest product of repetition counts along a nesting of `items`."""
+    worst = outer
+    for item in items:
+        op, arg = item
+        inner = outer * int(arg[1]) if op in _REPEATS else outer
+        for body in _bodies(item):
+            worst = max(worst, _counts(body, inner))
+    return worst
 
 
 def _repeats_or_branches(items: Any) -> bool:
@@ -38,13 +270,6 @@ def _repeats_or_branches(items: Any) -> bool:
     return False
 
 
-def _starts_with_literal(items: Any) -> bool:
-    items = list(items)
-    while items and items[0][0] is _c.SUBPATTERN:
-        items = list(items[0][1][-1])
-    return bool(items) and items[0][0] is _c.LITERAL
-
-
 def _walk(items: Any) -> str | None:
     for op, arg in items:
         if op in (_c.GROUPREF, getattr(_c, "GROUPREF_EXISTS", None)):
@@ -54,9 +279,11 @@ def _walk(items: Any) -> str | None:
             if high >= _UNBOUNDED or high == _c.MAXREPEAT:
                 return ("unbounded repetition (*, +, {n,}) can make matching super-linear; "
                         "bound it, e.g. {0,200}")
-            if high > 1 and _repeats_or_branches(sub) and not _starts_with_literal(sub):
+            if high > 1 and (_repeats_or_branches(sub) or len(set(_width(sub))) > 1) \
+                    and not (_self_delimiting(sub) and not _splits(sub)[1]):
                 return ("a repeated group that itself repeats or alternates can backtrack "
-                        "exponentially; start the group with a literal character or flatten it")
+                        "exponentially; start the group with a character the rest of it "
+                        "cannot match, or flatten it")
             problem = _walk(sub)
         elif op is _c.SUBPATTERN:
             problem = _walk(arg[-1])
@@ -97,6 +324,13 @@ def check_pattern(pattern: str) -> str | None:
     if problem is None and _leading_repeat(parsed) > LEADING_REPEAT_MAX:
         problem = (f"a pattern that starts with a repetition may repeat at most "
                    f"{LEADING_REPEAT_MAX} times; start it with a literal instead")
+    if problem is None and _counts(parsed) > MAX_COUNT:
+        problem = (f"repetition counts may reach at most {MAX_COUNT} (multiplied along nested "
+                   "repetitions); bound it lower")
+    if problem is None and _splits(parsed)[0] // _period(_prefix(parsed)) > MAX_SPLITS:
+        problem = ("adjacent repetitions that can match the same characters backtrack over "
+                   f"every way a line splits between them (more than {MAX_SPLITS}); separate "
+                   "them with a character neither matches, or merge them into one")
     return problem
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from trainmedic.catalogue.load import bundled, load_pack
 from trainmedic.catalogue.rules import Catalogue, RuleError
-from trainmedic.matching.choice import matcher_for
+from trainmedic.matching.choice import matcher_for, unsupported
 from trainmedic.matching.python import Matcher
 
 RULE_SUFFIXES = (".yaml", ".yml")
@@ -41,11 +41,16 @@ def stamp(directories: Iterable[Path]) -> Stamp:
 
 def layered(base: Catalogue, directories: Iterable[Path],
             report: Callable[[RuleError], None]) -> Catalogue:
-    """`base` with every pack that loads layered over it, in order; the others are reported."""
+    """`base` with every pack that loads, and that the matcher can compile, layered over it,
+    in order; the others are reported."""
     catalogue = base
     for directory in directories:
         try:
-            catalogue = catalogue.merged(load_pack(directory))
+            pack = load_pack(directory)
+            problem = unsupported(pack)
+            if problem is not None:
+                raise RuleError(str(directory), None, "fingerprints", problem)
+            catalogue = catalogue.merged(pack)
         except RuleError as error:
             report(error)
     return catalogue

@@ -1,9 +1,9 @@
-"""Running the core's `diagnose` for the server: large texts off the event loop, cancellable.
+"""Running the core's `diagnose` for the server: off the event loop, cancellable.
 
-A text of `LARGE_LINES` lines or more is diagnosed in a worker thread; each time the engine
-reads its next chunk, the worker reports `$/progress` and stops if the client cancelled (the
-request, or the progress) or newer text superseded it. Smaller texts take a few milliseconds
-and are diagnosed in place.
+Every text is diagnosed in a worker thread, so that however long a diagnosis takes (long
+lines, a rule pack's patterns) hovers and other requests are answered meanwhile. Each time the
+engine reads its next chunk, the worker stops if the client cancelled or newer text superseded
+it; for a text of `LARGE_LINES` lines or more it also reports `$/progress`.
 """
 
 from __future__ import annotations
@@ -69,10 +69,11 @@ def supports_progress(ls: TrainmedicServer) -> bool:
 
 
 @asynccontextmanager
-async def _progress(ls: TrainmedicServer, title: str,
-                    cancel: threading.Event) -> AsyncIterator[Report]:
-    """Work-done progress the client can cancel; reports may come from any thread."""
-    if not supports_progress(ls):
+async def _progress(ls: TrainmedicServer, title: str, cancel: threading.Event,
+                    shown: bool) -> AsyncIterator[Report]:
+    """Work-done progress the client can cancel, when `shown`; reports may come from any
+    thread."""
+    if not (shown and supports_progress(ls)):
         yield lambda percentage: None
         return
     token = str(uuid.uuid4())
@@ -110,9 +111,8 @@ async def run(ls: TrainmedicServer, text: str, path: str, cancel: threading.Even
     else:
         matcher = matcher_for(catalogue)
     with ls.idle_trim.diagnosing():
-        if text.count("\n") < LARGE_LINES:
-            return _diagnose(text, path, catalogue, matcher, cancel, lambda p: None), catalogue
-        async with _progress(ls, title, cancel) as report:
+        large = text.count("\n") >= LARGE_LINES
+        async with _progress(ls, title, cancel, shown=large) as report:
             loop = asyncio.get_running_loop()
             try:
                 # Not kept in a variable: the frame would hold the future, the future the

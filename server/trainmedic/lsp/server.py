@@ -12,11 +12,12 @@ import importlib
 import inspect
 import json
 import logging
+import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import cattrs
 from lsprotocol import types
@@ -27,8 +28,9 @@ from pygls.exceptions import (
     JsonRpcParseError,
     PyglsError,
 )
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import JsonRPCProtocol, MsgId
 
 from trainmedic import __version__
@@ -36,6 +38,7 @@ from trainmedic.catalogue.rules import RuleError
 from trainmedic.lsp.active_catalogue import RulePacks
 from trainmedic.lsp.conversions import Published
 from trainmedic.lsp.features import FEATURES
+from trainmedic.lsp.framing import FrameError, FrameReader
 from trainmedic.lsp.memory import IdleTrim
 from trainmedic.lsp.settings import Settings
 
@@ -46,6 +49,9 @@ logger = logging.getLogger(__name__)
 
 SERVER_NAME = "trainmedic"
 DIAGNOSE_THREADS = 2
+# Results kept for documents the client has not opened (text diagnosed with a `uri`), newest
+# first: enough for hovers on what was just diagnosed, bounded whatever the client sends.
+UNOPENED_KEPT = 16
 
 # The server's own events, which features subscribe to with `on` like LSP methods.
 SETTINGS_CHANGED = "trainmedic/settingsChanged"
@@ -114,6 +120,26 @@ class TrainmedicProtocol(LanguageServerProtocol):
                                  if not future.done()}
         super()._execute_handler(msg_id, handler, callback, args, kwargs)
 
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """Cancel the work in flight, then answer `null`.
+
+        pygls 2.1.1 cancels each request while iterating over the dict of requests, and a
+        cancelled command is answered, and removed from that dict, at once: a `shutdown`
+        during a diagnosis was answered "dictionary changed size during iteration". Here the
+        requests are cancelled from a copy, and the workers' cancel events set as well.
+        """
+        handler = self.fm.features.get(types.SHUTDOWN)
+        if handler is not None:
+            yield handler, args, None
+        current = self.msg_id
+        for event in list(self.cancel_events.values()):
+            event.set()
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown = True
+
     def _handle_cancel_notification(self, msg_id: MsgId) -> None:
         # pygls 2.1.1 cancels only the request's future, which a thread already running cannot
         # see; its private handler is the one place a cancel arrives.
@@ -146,6 +172,7 @@ class TrainmedicServer(LanguageServer):
         self.jobs = ThreadPoolExecutor(DIAGNOSE_THREADS, thread_name_prefix="trainmedic-job")
         self.idle_trim = IdleTrim()
         self.loop: asyncio.AbstractEventLoop | None = None
+        self.exit_code = 0
         self._handlers: dict[str, list[Handler]] = {}
         self._options: dict[str, Any] = {}
 
@@ -210,14 +237,21 @@ class TrainmedicServer(LanguageServer):
                 self.protocol.cancel_events.pop(msg_id, None)
 
     def publish(self, uri: str, result: Published | None, version: int | None = None) -> None:
-        """Publish a document's diagnostics (none when `result` is None) and keep the result."""
-        if result is None:
-            self.published.pop(uri, None)
-        else:
-            self.published[uri] = result
+        """Publish a document's diagnostics (none when `result` is None) and keep the result:
+        for every open document, and for the `UNOPENED_KEPT` last others."""
+        self.published.pop(uri, None)
+        if result is not None:
+            self.published[uri] = result  # last in order: the newest
+            self._forget_unopened()
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
             uri=uri, version=version,
             diagnostics=list(result.diagnostics) if result is not None else []))
+
+    def _forget_unopened(self) -> None:
+        opened = self.workspace.text_documents
+        unopened = [uri for uri in self.published if uri not in opened]
+        for uri in unopened[: max(len(unopened) - UNOPENED_KEPT, 0)]:
+            del self.published[uri]
 
     def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
         """Run `callback` on the event loop; safe from worker threads."""
@@ -226,15 +260,68 @@ class TrainmedicServer(LanguageServer):
         else:
             self.loop.call_soon_threadsafe(callback, *args)
 
+    # --- reading the client's messages ---------------------------------------------------
+
+    def start_io(self, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+        """Serve on stdin/stdout until `exit` (its code in `exit_code`) or the end of input.
+
+        pygls' own loop, reading frames with `FrameReader` instead of pygls 2.1.1's reader,
+        which a malformed frame leaves deaf, and keeping the code `exit` gives (0 after
+        `shutdown`, else 1), which pygls' loop discards.
+        """
+        source = stdin or sys.stdin.buffer
+        self._stop_event = threading.Event()
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+
+        async def read_line(limit: int) -> bytes:
+            return await asyncio.get_running_loop().run_in_executor(
+                self.thread_pool, source.readline, limit)
+
+        async def read_exactly(size: int) -> bytes:
+            return await asyncio.get_running_loop().run_in_executor(
+                self.thread_pool, source.read, size)
+
+        try:
+            asyncio.run(self._read(FrameReader(read_line, read_exactly)))
+        except SystemExit as exit:
+            self.exit_code = exit.code if isinstance(exit.code, int) else 1
+        except BrokenPipeError:
+            logger.error("the client has gone: stopping")
+        finally:
+            self.shutdown()
+
+    async def _read(self, frames: FrameReader) -> None:
+        stop = self._stop_event
+        while stop is not None and not stop.is_set():
+            try:
+                body = await frames.next()
+            except FrameError as error:
+                logger.warning("rejected a frame: %s", error)
+                self.protocol.reject(None, JsonRpcParseError(f"Parse error: {error}"))
+                continue
+            if body is None:
+                return
+            try:
+                message = json.loads(body, object_hook=self.protocol.structure_message)
+            except ValueError as error:  # not JSON, not UTF-8, or a frame cut short
+                frames.broken(body)
+                logger.warning("rejected a message that is not JSON: %s", error)
+                self.protocol.reject(None, JsonRpcParseError(f"Parse error: {error}"))
+                continue
+            except Exception as error:
+                self.report_server_error(error, JsonRpcException)
+                continue
+            try:
+                self.protocol.handle_message(message)
+            except Exception as error:
+                logger.exception("handling a message failed")
+                self.report_server_error(error, JsonRpcException)
+
     # --- errors ----------------------------------------------------------------------------
 
     def report_server_error(self, error: Exception,
                             source: type[PyglsError] | type[JsonRpcException]) -> None:
         """Log what pygls caught (to the client's output channel); never pop up a message."""
-        if isinstance(error, json.JSONDecodeError):
-            logger.warning("rejected a message that is not JSON: %s", error)
-            self.protocol.reject(None, JsonRpcParseError(f"Parse error: {error}"))
-            return
         if isinstance(error, JsonRpcException) and error.code != JsonRpcInternalError.CODE:
             logger.warning("%s", error)  # the client's mistake, already answered
             return
@@ -315,4 +402,4 @@ def serve() -> int:
     package.setLevel(logging.INFO)
     package.addHandler(ClientLogHandler(ls))
     ls.start_io()
-    return 0
+    return ls.exit_code

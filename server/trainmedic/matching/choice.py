@@ -22,3 +22,21 @@ def matcher_for(catalogue: Catalogue, backend: str = "auto") -> Matcher:
         raise BackendError("the hyperscan backend is not installed "
                            "(pip install 'trainmedic[fast]')")
     return fast.HyperscanMatcher(catalogue)
+
+
+def unsupported(pack: Catalogue) -> str | None:
+    """Why the native backend, when installed, cannot run `pack` (a rule pack), or None.
+
+    Validation keeps patterns within what both backends accept; this catches what it misses,
+    so that such a pack is refused (or, in the server, left out) rather than failing every
+    diagnosis.
+    """
+    from trainmedic.matching import hyperscan as fast
+
+    if not fast.available():
+        return None
+    found = fast.refused(pack)
+    if found is None:
+        return None
+    rule_id, reason = found
+    return f"rule {rule_id}: the hyperscan backend cannot compile its pattern ({reason})"

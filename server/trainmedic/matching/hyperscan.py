@@ -23,7 +23,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from trainmedic.catalogue.rules import Catalogue
+from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.matching.python import Found, Matcher
 from trainmedic.metrics.samples import SIGNALS
@@ -88,6 +88,29 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
     return database
 
 
+def _flags(fingerprint: Fingerprint) -> int:
+    import hyperscan
+
+    return (hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE
+            | hyperscan.HS_FLAG_ALLOWEMPTY
+            | (hyperscan.HS_FLAG_CASELESS if fingerprint.ignore_case else 0))
+
+
+def refused(catalogue: Catalogue) -> tuple[str, str] | None:
+    """The first rule with a fingerprint Hyperscan cannot compile, and Hyperscan's reason;
+    None when it compiles them all. Each is compiled alone: for a rule pack, not the whole
+    catalogue."""
+    import hyperscan
+
+    for rule in catalogue.rules:
+        for fingerprint in rule.fingerprints:
+            try:
+                _compiled([fingerprint.pattern.encode()], [_flags(fingerprint)])
+            except hyperscan.error as error:
+                return rule.id, str(error).rstrip(".")
+    return None
+
+
 class HyperscanMatcher(Matcher):
     """Same patterns and results as `Matcher`, found with one Hyperscan pass per chunk.
 
@@ -104,10 +127,7 @@ class HyperscanMatcher(Matcher):
         self._signal_names = list(SIGNALS)
         expressions = [p.fingerprint.pattern for p in self.patterns] + list(SIGNALS.values())
         expressions += [re.escape(marker) for marker in MARKERS]
-        flags = [hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE
-                 | hyperscan.HS_FLAG_ALLOWEMPTY
-                 | (hyperscan.HS_FLAG_CASELESS if p.fingerprint.ignore_case else 0)
-                 for p in self.patterns]
+        flags = [_flags(p.fingerprint) for p in self.patterns]
         flags += [hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH] * len(SIGNALS)
         flags += [0] * len(MARKERS)
         self._database = _database([e.encode() for e in expressions], flags)

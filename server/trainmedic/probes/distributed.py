@@ -1,7 +1,11 @@
 """torch.distributed on this machine: a real two-process gloo job on the loopback address.
 
-Two worker processes meet through a TCPStore at tcp://127.0.0.1 on a free port (chosen by
-binding port 0), with gloo bound to the loopback interface, and then
+Two worker processes meet through a file store in a private temporary folder, with gloo
+bound to the loopback interface, and then
+  0. check that every socket they listen on is on 127.0.0.1. (A TCPStore would listen on
+     every interface, `[::]`, and its clients look up the name of the IPv4-mapped address they
+     connect to, which no hosts file lists, so each start sent reverse DNS queries off the
+     host: the file store needs no socket and no name.)
   1. all_reduce a tensor and check the sum,
   2. call mismatched collectives (all_reduce on rank 0, all_gather on rank 1) with the
      TORCH_DISTRIBUTED_DEBUG=DETAIL checks on: they must raise "Detected mismatch", not hang,
@@ -16,6 +20,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 from trainmedic.probes._torch import CANNOT_CHECK, Report, import_torch
@@ -31,17 +36,47 @@ ENV_NAMES = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "
 ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCHELASTIC_")
 
 _WORKER = r"""
-import datetime, json, sys, time
-rank, port, timeout_s = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+import datetime, json, os, socket, sys, time
+rank, store_path, timeout_s = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 out = {"rank": rank}
+
+
+def listening():
+    # The addresses this process listens on, from /proc (Linux); None where there is none.
+    owned = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            owned.add(target[8:-1])
+    found = []
+    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        with open(f"/proc/net/{table}") as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if fields[3] != "0A" or fields[9] not in owned:  # 0A: listening
+                    continue
+                address, at = fields[1].split(":")
+                raw = bytes.fromhex(address)
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+                found.append(f"{socket.inet_ntop(family, raw)}:{int(at, 16)}")
+    return found
+
+
 try:
     import torch
     import torch.distributed as dist
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+    dist.init_process_group("gloo", store=dist.FileStore(store_path, 2), rank=rank,
                             world_size=2, timeout=datetime.timedelta(seconds=10))
     t = torch.tensor([float(rank + 1)])
     dist.all_reduce(t)
     out["all_reduce"] = t.item()
+    try:
+        out["listening"] = listening()
+    except OSError:
+        pass  # no /proc here: the probe says it could not look
 
     dist.set_debug_level(dist.DebugLevel.DETAIL)
     checked = dist.new_group([0, 1], timeout=datetime.timedelta(seconds=5))
@@ -71,12 +106,6 @@ except Exception as error:
     out["error"] = f"{type(error).__name__}: {error}"[:600]
 print("PROBE-RESULT " + json.dumps(out), flush=True)
 """
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _loopback_interface() -> str | None:
@@ -133,7 +162,7 @@ def _show_backends(torch: object, report: Report) -> bool:
     return True
 
 
-def _run_workers(port: int) -> tuple[dict[int, dict[str, object]], str]:
+def _run_workers(store_path: str) -> tuple[dict[int, dict[str, object]], str]:
     env = dict(os.environ)
     for name in ("TORCH_DISTRIBUTED_DEBUG", "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE",
                  "LOCAL_RANK"):
@@ -143,7 +172,7 @@ def _run_workers(port: int) -> tuple[dict[int, dict[str, object]], str]:
     if loopback:
         env["GLOO_SOCKET_IFNAME"] = loopback
     workers = [subprocess.Popen(
-        [sys.executable, "-c", _WORKER, str(rank), str(port), str(COLLECTIVE_TIMEOUT_SECONDS)],
+        [sys.executable, "-c", _WORKER, str(rank), store_path, str(COLLECTIVE_TIMEOUT_SECONDS)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for rank in (0, 1)]
     deadline = time.monotonic() + DEADLINE_SECONDS
@@ -172,6 +201,18 @@ def _run_workers(port: int) -> tuple[dict[int, dict[str, object]], str]:
     return results, problem
 
 
+def _check_listening(results: dict[int, dict[str, object]], report: Report) -> None:
+    found = [results[r].get("listening") for r in (0, 1)]
+    if not all(isinstance(f, list) for f in found):
+        report.info("cannot list the workers' listening sockets here (no /proc)")
+        return
+    addresses = [str(a) for f in found if isinstance(f, list) for a in f]
+    outside = sorted({a for a in addresses if not a.startswith("127.0.0.1:")})
+    report.check(not outside, "gloo listens on 127.0.0.1 only"
+                 + (f"; also on {', '.join(outside)}" if outside else
+                    f" ({len(addresses)} sockets)"))
+
+
 def run() -> int:
     torch = import_torch("torch.distributed")
     if torch is None:
@@ -182,11 +223,12 @@ def run() -> int:
         return report.code
     _show_environment(report)
 
-    port = _free_port()
-    report.info(f"rendezvous: tcp://127.0.0.1:{port} (free port), world_size 2, gloo on the "
-                f"loopback interface ({_loopback_interface() or 'default'})")
+    report.info("rendezvous: a file store in a private temporary folder (no network, no name "
+                f"lookups), world_size 2, gloo on the loopback interface "
+                f"({_loopback_interface() or 'default'})")
     started = time.monotonic()
-    results, problem = _run_workers(port)
+    with tempfile.TemporaryDirectory(prefix="trainmedic-probe-") as folder:
+        results, problem = _run_workers(os.path.join(folder, "store"))
     report.info(f"two workers finished in {time.monotonic() - started:.1f} s")
     if problem:
         report.check(False, problem)
@@ -196,6 +238,7 @@ def run() -> int:
     if problem or errors or len(results) < 2:
         return report.code
 
+    _check_listening(results, report)
     sums = [results[r].get("all_reduce") for r in (0, 1)]
     report.check(sums == [3.0, 3.0],
                  "rendezvous and gloo all_reduce across 2 processes: "

@@ -7,7 +7,7 @@ from typing import Any
 
 from trainmedic.catalogue.rules import Catalogue, Rule
 from trainmedic.model import Diagnosis, Finding, Plot, Unexplained
-from trainmedic.render.redact import evidence_text
+from trainmedic.render.redact import evidence_text, evidence_texts
 
 
 def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[str, Any]:
@@ -20,8 +20,9 @@ def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[st
         "role": finding.role.value,
         "confidence": finding.confidence,
         "rank": finding.rank,
-        "evidence": [{"path": ln.path, "line": ln.number, "text": evidence_text(ln.text, secrets)}
-                     for ln in finding.evidence],
+        "evidence": [{"path": ln.path, "line": ln.number, "text": text}
+                     for ln, text in zip(finding.evidence, evidence_texts(
+                         (ln.text for ln in finding.evidence), secrets), strict=True)],
         "fix": advice.fix,
         "verify": advice.verify_command,
         "related": list(rule.related),

@@ -9,6 +9,7 @@ Evidence is redacted by default (`--no-redact` shows it as it is).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 MASK = "[REDACTED]"
 
@@ -39,6 +40,9 @@ _SECRETS = re.compile(
 # that names its key id.
 _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+# A private key printed as it is stored spans lines, and its body lines carry no marker.
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----")
+_PEM_END = re.compile(r"-----END [A-Z ]{0,40}PRIVATE KEY-----")
 
 
 def _mask(match: re.Match[str]) -> str:
@@ -58,6 +62,32 @@ def redact(text: str) -> str:
         text = "\n".join(_AWS_SECRET.sub(MASK, line) if _AWS_KEY_ID.search(line) else line
                          for line in text.split("\n"))
     return _SECRETS.sub(_mask, text)
+
+
+def redact_lines(lines: Iterable[str]) -> list[str]:
+    """Each line redacted, and the body lines of a private key printed across lines (after a
+    `BEGIN … PRIVATE KEY` line, up to its `END` line) masked whole."""
+    shown: list[str] = []
+    inside = False
+    for line in lines:
+        if inside:
+            end = _PEM_END.search(line)
+            if end is None:
+                shown.append(MASK)
+                continue
+            inside = False
+            shown.append(MASK + redact(line[end.start():]))
+            continue
+        shown.append(redact(line))
+        begins = list(_PEM_BEGIN.finditer(line))
+        inside = bool(begins) and _PEM_END.search(line, begins[-1].end()) is None
+    return shown
+
+
+def evidence_texts(lines: Iterable[str], secrets: bool) -> list[str]:
+    """Evidence lines, in order, as a renderer shows them: redacted (key bodies across lines
+    too) unless the user asked for secrets."""
+    return list(lines) if secrets else redact_lines(lines)
 
 
 def evidence_text(text: str, secrets: bool) -> str:

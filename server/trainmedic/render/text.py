@@ -9,7 +9,7 @@ from trainmedic.catalogue.rules import Catalogue, Rule
 from trainmedic.model import Basis, Diagnosis, Line, Role, Unexplained
 from trainmedic.render.entry import Section, sections
 from trainmedic.render.initiating import basis_words, initiating_who
-from trainmedic.render.redact import evidence_text
+from trainmedic.render.redact import evidence_text, evidence_texts
 from trainmedic.render.sparkline import sparkline_rows
 from trainmedic.render.unexplained import HEADLINE, failure_text
 
@@ -27,14 +27,13 @@ def _clip(text: str, width: int = TEXT_WIDTH) -> str:
 def _evidence_lines(lines: tuple[Line, ...], secrets: bool,
                     limit: int = TEXT_EVIDENCE) -> list[str]:
     """The first and the last lines of the evidence: how it started and how it ended."""
-    def show(ln: Line) -> str:
-        return f"    {ln.path}:{ln.number}: {_clip(evidence_text(ln.text, secrets).strip())}"
-
-    if len(lines) <= limit:
-        return [show(ln) for ln in lines]
+    texts = evidence_texts((ln.text for ln in lines), secrets)
+    shown = [f"    {ln.path}:{ln.number}: {_clip(text.strip())}"
+             for ln, text in zip(lines, texts, strict=True)]
+    if len(shown) <= limit:
+        return shown
     half = limit // 2
-    return [*map(show, lines[:half]), f"    … {len(lines) - limit} more",
-            *map(show, lines[-half:])]
+    return [*shown[:half], f"    … {len(lines) - limit} more", *shown[-half:]]
 
 
 def _wrap(text: str, prefix: str = "") -> list[str]:

@@ -4,7 +4,8 @@ Argument: `{"text": str, "uri"?: str, "range"?: Range, "rulePacks"?: [dir]}`. Th
 JSON of `trainmedic diagnose --format json` (evidence lines counted within `text`) plus
 `markdown`. With `uri`, the diagnosis is also published on that document, `range.start` placing
 the text in it. `rulePacks` diagnoses with extra packs for this call only, which is how the
-client's "diagnose again with a rule pack" works.
+client's "diagnose again with a rule pack" works; it is refused unless the workspace is
+trusted, like the configured packs.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def parse(args: tuple[object, ...]) -> Request:
 def _with_packs(ls: TrainmedicServer, directories: tuple[str, ...]) -> Catalogue | None:
     if not directories:
         return None
+    if not ls.settings.workspace_trusted:  # a pack's patterns run on whatever is diagnosed
+        raise JsonRpcInvalidParams("rulePacks are not applied: the workspace is not trusted")
 
     def fail(error: RuleError) -> None:
         raise JsonRpcInvalidParams(f"invalid rule: {error}")
