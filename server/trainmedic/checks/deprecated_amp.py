@@ -56,22 +56,22 @@ class DeprecatedCudaAmp(Check):
 
     def python(self, src: PythonSource) -> Iterator[CheckFinding]:
         torch = src.alias_of("torch")
-        from_imports = {stmt: _import_fix(src, stmt) for stmt in src.import_froms
-                        if stmt.module in _MODULES}
+        imports = [stmt for stmt in src.import_froms if stmt.module in _MODULES]
+        bound = _bindings(src, imports)
+        from_imports = {stmt: _import_fix(src, stmt, bound.get(stmt, [])) for stmt in imports}
         for stmt, edits in from_imports.items():
             yield self.finding(src.module_range(stmt),
                                f"{stmt.module} is deprecated: import GradScaler and autocast "
                                "from torch.amp and pass the device \"cuda\"", edits)
-        imported_from = {alias.asname or alias.name: stmt for stmt in from_imports
-                         for alias in stmt.names}
+        binding = {id(call): stmt for stmt, calls in bound.items() for call in calls}
         for call in src.calls:
             qualname = src.qualname(call.func)
             if qualname not in _SCALER | _AUTOCAST:
                 continue
             scaler = qualname in _SCALER
             fix: list[TextEdit] | None = None
-            if isinstance(call.func, ast.Name) and call.func.id in imported_from:
-                fix = from_imports[imported_from[call.func.id]]
+            if id(call) in binding:
+                fix = from_imports[binding[id(call)]]
             elif isinstance(call.func, ast.Attribute) and torch:
                 edits = _arguments(src, call, scaler)
                 target = f"{torch}.amp.GradScaler" if scaler else f"{torch}.autocast"
@@ -80,6 +80,27 @@ class DeprecatedCudaAmp(Check):
             old, new = ("torch.cuda.amp.GradScaler(...)", 'torch.amp.GradScaler("cuda", ...)') \
                 if scaler else ("torch.cuda.amp.autocast(...)", 'torch.autocast("cuda", ...)')
             yield self.finding(src.range(call.func), f"{old} is deprecated: use {new}", fix)
+
+
+def _bindings(src: PythonSource, imports: list[ast.ImportFrom]
+              ) -> dict[ast.ImportFrom, list[ast.Call]]:
+    """The calls of the names each import binds: an import inside a function binds them in
+    that function and the functions nested in it, one at module level everywhere else."""
+    by_scope: dict[tuple[ast.AST, str], ast.ImportFrom] = {}
+    for stmt in imports:
+        for alias in stmt.names:
+            by_scope.setdefault((src.scope_of(stmt), alias.asname or alias.name), stmt)
+    bound: dict[ast.ImportFrom, list[ast.Call]] = {}
+    for call in src.calls:
+        if not isinstance(call.func, ast.Name):
+            continue
+        scope: ast.AST = src.scopes[call]
+        while (scope, call.func.id) not in by_scope and scope is not src.tree:
+            scope = src.scope_of(scope)  # a nested function sees its enclosing names
+        binder = by_scope.get((scope, call.func.id))
+        if binder is not None:
+            bound.setdefault(binder, []).append(call)
+    return bound
 
 
 def _arguments(src: PythonSource, call: ast.Call, scaler: bool) -> list[TextEdit] | None:
@@ -98,13 +119,14 @@ def _arguments(src: PythonSource, call: ast.Call, scaler: bool) -> list[TextEdit
     return edits
 
 
-def _import_fix(src: PythonSource, stmt: ast.ImportFrom) -> list[TextEdit] | None:
+def _import_fix(src: PythonSource, stmt: ast.ImportFrom,
+                calls: list[ast.Call]) -> list[TextEdit] | None:
     """`from torch.amp import ...` plus the argument edits of every call of its names."""
     if any(alias.name not in _MOVABLE for alias in stmt.names):
         return None
     local = {alias.asname or alias.name: alias.name for alias in stmt.names}
     edits = [TextEdit(src.module_range(stmt), "torch.amp")]
-    for call in src.calls:
+    for call in calls:
         if isinstance(call.func, ast.Name) and call.func.id in local:
             more = _arguments(src, call, local[call.func.id] == "GradScaler")
             if more is None:

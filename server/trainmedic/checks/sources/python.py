@@ -181,6 +181,14 @@ class PythonSource:
             node = self.parents[node]
         return node
 
+    def scope_of(self, node: ast.AST) -> Scope:
+        """The function whose body holds `node`, or the module."""
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                return node
+        return self.tree
+
     def loop_of(self, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
         """The innermost loop around `node` within its function."""
         while node in self.parents:
