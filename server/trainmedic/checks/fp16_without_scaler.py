@@ -5,10 +5,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from trainmedic.checks.amp import Precision, amp_facts
+from trainmedic.checks.amp import FP16, Autocast, Precision, amp_facts, scaler_argument
 from trainmedic.checks.findings import CheckFinding, Position, Range, TextEdit
 from trainmedic.checks.protocol import Check
-from trainmedic.checks.sources.python import PythonSource
+from trainmedic.checks.sources.python import PythonSource, has_star_kwargs
+from trainmedic.checks.values import ModuleValues, is_fp16, module_values, shown
 
 
 class Fp16WithoutScaler(Check):
@@ -54,26 +55,53 @@ class Fp16WithoutScaler(Check):
 
     def python(self, src: PythonSource) -> Iterator[CheckFinding]:
         facts = amp_facts(src)
-        if facts.scalers or facts.scaler_keys or not facts.backward_scopes:
-            return
+        if not facts.backward_scopes or facts.wrapped or facts.other_scalers or (
+                facts.scaler_keys and not facts.scalers):
+            return  # no training here, or scaling this module cannot see into
+        values = module_values(src)
         torch = src.alias_of("torch")
         for autocast in facts.autocasts:
-            scope = src.scopes[autocast.call]
-            if autocast.precision is not Precision.FP16 or autocast.device == "cpu" or (
+            scope = autocast.scope
+            if autocast.precision in (Precision.OFF, Precision.BF16) or \
+                    autocast.device == "cpu" or (
                     not isinstance(scope, ast.Module) and scope not in facts.backward_scopes):
                 continue
-            message = ("fp16 autocast without a GradScaler: gradients below fp16's range "
-                       "underflow to zero; use bfloat16, or scale the loss with "
-                       "torch.amp.GradScaler(\"cuda\")")
-            dtype = autocast.dtype
-            if dtype is None:
-                fix = [src.append_argument(autocast.call, f"dtype={torch}.bfloat16")] \
-                    if torch else None
-                yield self.finding(src.range(autocast.call.func), message, fix)
+            why = _unscaled_fp16(src, values, autocast, facts.scalers)
+            if why is None:
                 continue
-            fix = None
-            if isinstance(dtype, ast.Attribute):
+            message = (f"fp16 autocast without {'an enabled' if facts.scalers else 'a'} "
+                       f"GradScaler{why}: gradients below fp16's range underflow to zero; use "
+                       "bfloat16, or scale the loss with torch.amp.GradScaler(\"cuda\")")
+            dtype = autocast.dtype
+            fix = None  # with a scaler, or a dtype chosen at run time, the fix is a person's
+            if not facts.scalers and dtype is None and torch:
+                fix = [src.append_argument(autocast.call, f"dtype={torch}.bfloat16")]
+            elif not facts.scalers and isinstance(dtype, ast.Attribute) and \
+                    src.qualname(dtype) in FP16:
                 end = src.end(dtype)
                 name = Range(Position(end.line, end.character - len(dtype.attr)), end)
                 fix = [TextEdit(name, "bfloat16")]
-            yield self.finding(src.range(dtype), message, fix)
+            where = autocast.call.func if dtype is None else dtype
+            yield self.finding(src.range(where), message, fix)
+
+
+def _unscaled_fp16(src: PythonSource, values: ModuleValues, autocast: Autocast,
+                   scalers: list[ast.Call]) -> str | None:
+    """Why this region can run in float16 while every scaler is off (" when dtype is
+    'float16'", or "" when it always does), or None when that cannot happen."""
+    enabled = [scaler_argument(src, call, "enabled") for call in scalers]
+    if any(has_star_kwargs(call) for call in scalers):
+        return None
+    for world in values.choices(autocast.dtype, autocast.enabled, autocast.device_type,
+                                *enabled):
+        if autocast.dtype is None:
+            device = values.evaluate(autocast.device_type, world) \
+                if autocast.device is None else None
+            fp16 = autocast.device == "cuda" or (device is not None and "cuda" in device.items)
+        else:
+            fp16 = any(is_fp16(v) for v in values.evaluate(autocast.dtype, world).items)
+        on = autocast.enabled is None or True in values.evaluate(autocast.enabled, world).items
+        off = all(e is not None and values.evaluate(e, world).only(False) for e in enabled)
+        if fp16 and on and off:
+            return "".join(f" when {name} is {shown(value)}" for name, value in world.items())
+    return None

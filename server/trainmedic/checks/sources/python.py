@@ -56,6 +56,17 @@ def dotted(node: ast.expr) -> str | None:
     return None
 
 
+def reference(node: ast.expr) -> str | None:
+    """`dotted`, also through constant or plain-name subscripts: `self.scalers["gen"]`."""
+    if isinstance(node, ast.Subscript):
+        base = reference(node.value)
+        index = node.slice
+        if base and (isinstance(index, ast.Constant) or dotted(index)):
+            return f"{base}[{ast.unparse(index)}]"
+        return None
+    return dotted(node)
+
+
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:
     return next((k for k in call.keywords if k.arg == name), None)
 
