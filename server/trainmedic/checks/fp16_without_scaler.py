@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from trainmedic.checks.amp import FP16, Autocast, Precision, amp_facts, scaler_argument
 from trainmedic.checks.findings import CheckFinding, Position, Range, TextEdit
 from trainmedic.checks.protocol import Check
-from trainmedic.checks.sources.python import PythonSource, has_star_kwargs
+from trainmedic.checks.sources.python import PythonSource, has_star_kwargs, literal
 from trainmedic.checks.values import ModuleValues, is_fp16, module_values, shown
 
 
@@ -58,7 +59,9 @@ class Fp16WithoutScaler(Check):
         if not facts.backward_scopes or facts.wrapped or facts.other_scalers or (
                 facts.scaler_keys and not facts.scalers):
             return  # no training here, or scaling this module cannot see into
-        values = module_values(src)
+        switches = _switches(src, facts.scalers)
+        if switches is None:
+            return
         torch = src.alias_of("torch")
         for autocast in facts.autocasts:
             scope = autocast.scope
@@ -66,7 +69,7 @@ class Fp16WithoutScaler(Check):
                     autocast.device == "cpu" or (
                     not isinstance(scope, ast.Module) and scope not in facts.backward_scopes):
                 continue
-            why = _unscaled_fp16(src, values, autocast, facts.scalers)
+            why = switches.unscaled_fp16(autocast)
             if why is None:
                 continue
             message = (f"fp16 autocast without {'an enabled' if facts.scalers else 'a'} "
@@ -85,23 +88,49 @@ class Fp16WithoutScaler(Check):
             yield self.finding(src.range(where), message, fix)
 
 
-def _unscaled_fp16(src: PythonSource, values: ModuleValues, autocast: Autocast,
-                   scalers: list[ast.Call]) -> str | None:
-    """Why this region can run in float16 while every scaler is off (" when dtype is
-    'float16'", or "" when it always does), or None when that cannot happen."""
-    enabled = [scaler_argument(src, call, "enabled") for call in scalers]
-    if any(has_star_kwargs(call) for call in scalers):
+def _switches(src: PythonSource, scalers: list[ast.Call]) -> _Switches | None:
+    """The scalers' `enabled` expressions, once each; None when one is always on."""
+    enabled: dict[str, ast.expr] = {}
+    for call in scalers:
+        given = scaler_argument(src, call, "enabled")
+        if has_star_kwargs(call) or given is None or literal(given) is True:
+            return None
+        enabled.setdefault(ast.unparse(given), given)
+    return _Switches(module_values(src), list(enabled.values()))
+
+
+@dataclass
+class _Switches:
+    """Whether every scaler is off, per choice of the script's options (memoised, so each
+    choice is evaluated once however many autocast regions ask)."""
+
+    values: ModuleValues
+    enabled: list[ast.expr]
+    _off: dict[tuple[tuple[str, object], ...], bool] = field(default_factory=dict)
+
+    def all_off(self, world: dict[str, object]) -> bool:
+        key = tuple(sorted(world.items(), key=repr))
+        if key not in self._off:
+            self._off[key] = all(self.values.evaluate(e, world).only(False)
+                                 for e in self.enabled)
+        return self._off[key]
+
+    def unscaled_fp16(self, autocast: Autocast) -> str | None:
+        """Why this region can run in float16 while every scaler is off (" when dtype is
+        'float16'", or "" when it always does), or None when that cannot happen."""
+        values = self.values
+        for world in values.choices(autocast.dtype, autocast.enabled, autocast.device_type,
+                                    *self.enabled):
+            if autocast.dtype is None:
+                device = values.evaluate(autocast.device_type, world) \
+                    if autocast.device is None else None
+                fp16 = autocast.device == "cuda" or (device is not None and
+                                                     "cuda" in device.items)
+            else:
+                fp16 = any(is_fp16(v) for v in values.evaluate(autocast.dtype, world).items)
+            on = autocast.enabled is None or True in values.evaluate(autocast.enabled,
+                                                                     world).items
+            if fp16 and on and self.all_off(world):
+                return "".join(f" when {name} is {shown(value)}"
+                               for name, value in world.items())
         return None
-    for world in values.choices(autocast.dtype, autocast.enabled, autocast.device_type,
-                                *enabled):
-        if autocast.dtype is None:
-            device = values.evaluate(autocast.device_type, world) \
-                if autocast.device is None else None
-            fp16 = autocast.device == "cuda" or (device is not None and "cuda" in device.items)
-        else:
-            fp16 = any(is_fp16(v) for v in values.evaluate(autocast.dtype, world).items)
-        on = autocast.enabled is None or True in values.evaluate(autocast.enabled, world).items
-        off = all(e is not None and values.evaluate(e, world).only(False) for e in enabled)
-        if fp16 and on and off:
-            return "".join(f" when {name} is {shown(value)}" for name, value in world.items())
-    return None

@@ -53,9 +53,8 @@ class ProcessGroupTimeout(Check):
     severity = Severity.INFORMATION
 
     def python(self, src: PythonSource) -> Iterator[CheckFinding]:
-        values = module_values(src)
         for call in src.calls_to(INIT):
-            if _simulated(src, values, argument(call, "backend", 0)):
+            if _simulated(src, module_values(src), argument(call, "backend", 0)):
                 continue
             if argument(call, "timeout", 2) is None and not has_star_kwargs(call):
                 yield self.finding(src.range(call.func),

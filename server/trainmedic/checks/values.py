@@ -89,7 +89,7 @@ class ModuleValues:
     @classmethod
     def read(cls, src: PythonSource) -> ModuleValues:
         values = cls(src)
-        for node in ast.walk(src.tree):
+        for node in src.parents:  # every node but the module: no second walk of the tree
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     values._assign(target, node.value)
