@@ -82,13 +82,14 @@ class ModuleValues:
     """The assignments of one module, indexed by the dotted name they assign."""
 
     src: PythonSource
+    defaults: bool = False  # options and parameters hold only their defaults
     assigned: dict[str, list[ast.expr | None]] = field(default_factory=dict)
     options: dict[str, Values] = field(default_factory=dict)
     _cache: dict[str, Values] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, src: PythonSource) -> ModuleValues:
-        values = cls(src)
+    def read(cls, src: PythonSource, defaults: bool = False) -> ModuleValues:
+        values = cls(src, defaults)
         for node in src.parents:  # every node but the module: no second walk of the tree
             if isinstance(node, ast.Assign):
                 for target in node.targets:
@@ -127,7 +128,8 @@ class ModuleValues:
         for arg, default in [*zip(positional, defaults, strict=True),
                              *zip(args.kwonlyargs, args.kw_defaults, strict=True)]:
             entry = self.assigned.setdefault(arg.arg, [])
-            entry.append(None)  # a caller may pass anything
+            if default is None or not self.defaults:
+                entry.append(None)  # a caller may pass anything
             if default is not None:
                 entry.append(default)
 
@@ -137,10 +139,12 @@ class ModuleValues:
         kind = action.value.value if action is not None and \
             isinstance(action.value, ast.Constant) else None
         if kind in ("store_true", "store_false"):
-            return BOOLS
+            return Values(frozenset({kind == "store_false"}), True) if self.defaults else BOOLS
         default = keyword(call, "default")
         seen = self.evaluate(default.value) if default is not None else \
             Values(frozenset({None}), True)
+        if self.defaults:
+            return seen
         choices = keyword(call, "choices")
         if choices is None:
             return Values(seen.items, False)
@@ -344,6 +348,7 @@ def is_fp16(value: object) -> bool:
 
 
 _VALUES: WeakKeyDictionary[PythonSource, ModuleValues] = WeakKeyDictionary()
+_DEFAULTS: WeakKeyDictionary[PythonSource, ModuleValues] = WeakKeyDictionary()
 
 
 def module_values(src: PythonSource) -> ModuleValues:
@@ -351,4 +356,12 @@ def module_values(src: PythonSource) -> ModuleValues:
     found = _VALUES.get(src)
     if found is None:
         found = _VALUES[src] = ModuleValues.read(src)
+    return found
+
+
+def default_values(src: PythonSource) -> ModuleValues:
+    """The same analysis for a run that passes no options: what the script does by default."""
+    found = _DEFAULTS.get(src)
+    if found is None:
+        found = _DEFAULTS[src] = ModuleValues.read(src, defaults=True)
     return found
