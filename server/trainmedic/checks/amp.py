@@ -34,13 +34,18 @@ AUTOCASTS: dict[str, tuple[tuple[str, ...], str | None]] = {
 _AMP_SCALER = ("device", "init_scale", "growth_factor", "backoff_factor", "growth_interval",
                "enabled")
 _CUDA_SCALER = _AMP_SCALER[1:]
+# ShardedGradScaler.__init__ (torch/distributed/fsdp/sharded_grad_scaler.py) takes
+# backoff_factor before growth_factor, unlike GradScaler.
+_SHARDED_SCALER = ("device", "init_scale", "backoff_factor", "growth_factor",
+                   "growth_interval", "enabled", "process_group")
+SHARDED_SCALERS = frozenset({"torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler"})
 # qualified name → its parameters in order
 GRAD_SCALERS: dict[str, tuple[str, ...]] = {
     "torch.amp.GradScaler": _AMP_SCALER,
     "torch.amp.grad_scaler.GradScaler": _AMP_SCALER,
     "torch.cuda.amp.GradScaler": _CUDA_SCALER,
     "torch.cuda.amp.grad_scaler.GradScaler": _CUDA_SCALER,
-    "torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler": _AMP_SCALER,
+    **dict.fromkeys(SHARDED_SCALERS, _SHARDED_SCALER),
 }
 FP16 = frozenset({"torch.float16", "torch.half"})
 BF16 = frozenset({"torch.bfloat16"})

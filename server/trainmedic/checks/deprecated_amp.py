@@ -21,7 +21,10 @@ class DeprecatedCudaAmp(Check):
 
     ## What it does
     Finds calls to `torch.cuda.amp.GradScaler` and `torch.cuda.amp.autocast`, however they
-    were imported, and `from torch.cuda.amp import ...` statements.
+    were imported, and `from torch.cuda.amp import ...` statements. Compatibility code is
+    left alone: the old API in a `try` that catches ImportError or AttributeError (the
+    fallback after `from torch.amp import GradScaler` fails), or under an `if` on
+    `hasattr(...)` or a torch version, is there for the versions that lack the new one.
 
     ## Why is this bad?
     Since torch 2.4 both emit a FutureWarning on every call and are kept only as thin
@@ -44,8 +47,9 @@ class DeprecatedCudaAmp(Check):
     ```
 
     ## Fix safety
-    Safe: the new calls construct the same objects with the same arguments (positional
-    `autocast` arguments are given their keyword names). A `from torch.cuda.amp import`
+    Safe on torch 2.3 and newer, where `torch.amp.GradScaler` first exists (`torch.autocast`
+    exists since 1.10): the new calls construct the same objects with the same arguments
+    (positional `autocast` arguments are given their keyword names). A `from torch.cuda.amp import`
     statement is rewritten together with every call of the names it imports; it is left
     alone when it imports anything but `GradScaler` and `autocast`.
     """
@@ -58,16 +62,20 @@ class DeprecatedCudaAmp(Check):
         torch = src.alias_of("torch")
         imports = [stmt for stmt in src.import_froms if stmt.module in _MODULES]
         bound = _bindings(src, imports)
-        from_imports = {stmt: _import_fix(src, stmt, bound.get(stmt, [])) for stmt in imports}
+        fallbacks = {stmt for stmt in imports if src.in_fallback(stmt)}
+        from_imports = {stmt: _import_fix(src, stmt, bound.get(stmt, [])) for stmt in imports
+                        if stmt not in fallbacks}
         for stmt, edits in from_imports.items():
             yield self.finding(src.module_range(stmt),
                                f"{stmt.module} is deprecated: import GradScaler and autocast "
-                               "from torch.amp and pass the device \"cuda\"", edits)
+                               "from torch.amp and pass the device \"cuda\" (torch 2.3 or "
+                               "newer)", edits)
         binding = {id(call): stmt for stmt, calls in bound.items() for call in calls}
         for call in src.calls:
             qualname = src.qualname(call.func)
-            if qualname not in _SCALER | _AUTOCAST:
-                continue
+            if qualname not in _SCALER | _AUTOCAST or src.in_fallback(call) or \
+                    binding.get(id(call)) in fallbacks:
+                continue  # the old API kept on purpose, for torch versions without the new
             scaler = qualname in _SCALER
             fix: list[TextEdit] | None = None
             if id(call) in binding:
@@ -77,8 +85,9 @@ class DeprecatedCudaAmp(Check):
                 target = f"{torch}.amp.GradScaler" if scaler else f"{torch}.autocast"
                 fix = None if edits is None else \
                     [TextEdit(src.range(call.func), target), *edits]
-            old, new = ("torch.cuda.amp.GradScaler(...)", 'torch.amp.GradScaler("cuda", ...)') \
-                if scaler else ("torch.cuda.amp.autocast(...)", 'torch.autocast("cuda", ...)')
+            old, new = ("torch.cuda.amp.GradScaler(...)",
+                        'torch.amp.GradScaler("cuda", ...) (torch 2.3 or newer)') if scaler \
+                else ("torch.cuda.amp.autocast(...)", 'torch.autocast("cuda", ...)')
             yield self.finding(src.range(call.func), f"{old} is deprecated: use {new}", fix)
 
 

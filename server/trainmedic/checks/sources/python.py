@@ -210,6 +210,25 @@ class PythonSource:
                 return None
         return None
 
+    def in_fallback(self, node: ast.AST) -> bool:
+        """`node` is compatibility code for another library version: in a `try` that
+        catches ImportError or AttributeError (body or handler), under an `if` that tests
+        `hasattr(...)` or a `__version__`, or after such an `if` that returns."""
+        while node in self.parents:
+            parent = self.parents[node]
+            if isinstance(parent, ast.Try) and any(_catches_missing(h) for h in
+                                                   parent.handlers):
+                return True
+            if isinstance(parent, ast.If) and node is not parent.test and \
+                    _version_test(parent.test):
+                return True
+            if isinstance(node, ast.stmt) and _after_version_return(parent, node):
+                return True
+            if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                return False
+            node = parent
+        return False
+
     @staticmethod
     def inside(node: ast.expr | ast.stmt, outer: ast.stmt) -> bool:
         return (outer.lineno, outer.col_offset) <= (node.lineno, node.col_offset) and \
@@ -385,6 +404,41 @@ class PythonSource:
     def delete_lines(self, stmt: ast.stmt) -> TextEdit:
         start, end = self.start(stmt).line, self.end(stmt).line
         return TextEdit(Range(Position(start, 0), Position(end + 1, 0)), "")
+
+
+_MISSING = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
+
+
+def _catches_missing(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(k, ast.Name) and k.id in _MISSING for k in kinds if k is not None)
+
+
+MAX_SIBLINGS = 50  # how far back a block is searched for an early-returning version test
+
+
+def _after_version_return(parent: ast.AST, stmt: ast.stmt) -> bool:
+    """`stmt` follows `if hasattr(torch, "new"): return new()` in its block."""
+    block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse"))
+                  if isinstance(b, list) and stmt in b), None)
+    if block is None:
+        return False
+    index = block.index(stmt)
+    return any(isinstance(s, ast.If) and _version_test(s.test) and s.body and
+               isinstance(s.body[-1], ast.Return | ast.Raise)
+               for s in block[max(index - MAX_SIBLINGS, 0):index])
+
+
+def _version_test(test: ast.expr) -> bool:
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "hasattr":
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "__version__":
+            return True
+        if isinstance(node, ast.Name) and "version" in node.id.lower():
+            return True
+    return False
 
 
 def _indent(line: str) -> str:
