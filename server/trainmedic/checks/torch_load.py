@@ -1,42 +1,73 @@
-"""TM110: `torch.load` without an explicit `weights_only`."""
+"""TM110: `torch.load` without an explicit `weights_only`, with a fix that loads what the
+same file saves."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from trainmedic.checks.findings import CheckFinding
 from trainmedic.checks.protocol import Check
-from trainmedic.checks.sources.python import PythonSource, has_star_kwargs, keyword
+from trainmedic.checks.sources.python import PythonSource, argument, has_star_kwargs, keyword
+from trainmedic.checks.values import ModuleValues, module_values
+
+LOADS = frozenset({"torch.load", "torch.serialization.load"})
+SAVES = frozenset({"torch.save", "torch.serialization.save"})
+# Calls whose result pickles as plain containers of tensors and numbers.
+_CONTAINERS = frozenset({"OrderedDict", "defaultdict", "Counter"})
+# Calls whose result holds numpy arrays or other globals weights_only refuses.
+_OPAQUE_CALLS = {"numpy.random.get_state": "the numpy random state",
+                 "random.getstate": "the Python random state"}
+MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What a `torch.save` in this file puts in a checkpoint that weights_only refuses."""
+
+    namespace: ast.AST | None = None  # where an argparse.Namespace is saved
+    opaque: tuple[ast.AST, str] | None = None  # where something else is saved, and what
 
 
 class TorchLoadWeightsOnly(Check):
     """`torch.load(...)` without `weights_only`.
 
     ## What it does
-    Finds `torch.load` calls that do not pass `weights_only` (and no `**kwargs` that might).
+    Finds `torch.load` calls that do not pass `weights_only` (and no `**kwargs` that might;
+    a `**kwargs` of a function that this module calls without `weights_only` counts as
+    not passing it). The fix depends on what the same file saves with `torch.save`: plain
+    state dicts get `weights_only=True`; an `argparse.Namespace` in the checkpoint (the
+    parsed arguments, a common resume aid) also gets
+    `torch.serialization.add_safe_globals([argparse.Namespace])` before the load; a whole
+    pickled model or a numpy random state gets `weights_only=False`, since nothing else
+    loads it.
 
     ## Why is this bad?
     Before torch 2.6 `torch.load` unpickles the whole file, and unpickling runs any code a
     crafted checkpoint carries. Since 2.6 the default is `weights_only=True`, so the same line
-    now refuses checkpoints that hold other Python objects (an argparse `Namespace`, a custom
-    class) with "Weights only load failed". Saying which one you mean makes the line behave
-    the same on every version.
+    now refuses checkpoints that hold other Python objects with "Weights only load failed
+    ... Unsupported global: GLOBAL argparse.Namespace was not an allowed global by default".
+    Saying which one you mean makes the line behave the same on every version.
 
     ## Example
     ```python
+    torch.save({"model": model.state_dict(), "args": args}, path)
     state = torch.load(args.resume, map_location="cpu")
     ```
 
     ## Use instead
     ```python
+    torch.serialization.add_safe_globals([argparse.Namespace])
     state = torch.load(args.resume, map_location="cpu", weights_only=True)
     ```
 
     ## Fix safety
-    Safe on torch 2.6 and newer, where it is the default. On older versions it refuses
-    checkpoints that pickle arbitrary objects; for a file you trust that needs them, pass
-    `weights_only=False` instead, or allow the classes with
-    `torch.serialization.add_safe_globals`.
+    `weights_only=True` is the torch 2.6 default and refuses, on every version, checkpoints
+    that pickle arbitrary objects; the fix picks it only when this file saves nothing else
+    (`add_safe_globals` needs torch 2.4 or newer). Checkpoints written by other code may
+    still hold other objects. `weights_only=False` keeps the old behaviour: load only files
+    you trust.
     """
 
     code = "TM110"
@@ -44,10 +75,140 @@ class TorchLoadWeightsOnly(Check):
     name = "torch-load-without-weights-only"
 
     def python(self, src: PythonSource) -> Iterator[CheckFinding]:
-        for call in src.calls_to({"torch.load", "torch.serialization.load"}):
-            if keyword(call, "weights_only") is None and not has_star_kwargs(call):
-                yield self.finding(src.range(call.func),
-                                   "torch.load without weights_only: unpickling can run code "
-                                   "from the file, and torch 2.6 changed the default to "
-                                   "True; pass weights_only=True",
-                                   [src.append_argument(call, "weights_only=True")])
+        loads = [c for c in src.calls_to(LOADS) if keyword(c, "weights_only") is None]
+        loads = [c for c in loads if not has_star_kwargs(c) or _kwargs_never_say(src, c)]
+        if not loads:
+            return
+        saved = _saved(src)
+        for call in loads:
+            yield self._finding(src, call, saved)
+
+    def _finding(self, src: PythonSource, call: ast.Call, saved: Saved) -> CheckFinding:
+        where = src.range(call.func)
+        if has_star_kwargs(call):
+            return self.finding(where, "torch.load(**kwargs) without weights_only: no call "
+                                "of this function passes it, so torch 2.6's default "
+                                "weights_only=True applies; pass weights_only explicitly")
+        if saved.opaque is not None:
+            node, what = saved.opaque
+            return self.finding(where, f"torch.load without weights_only: this file saves "
+                                f"{what} (line {getattr(node, 'lineno', 0)}), which "
+                                "weights_only=True refuses; pass weights_only=False and load "
+                                "only checkpoints you trust",
+                                [src.append_argument(call, "weights_only=False")])
+        if saved.namespace is not None:
+            namespace = src.alias_of("argparse.Namespace") or \
+                (f"{src.alias_of('argparse')}.Namespace" if src.alias_of("argparse") else None)
+            torch = src.alias_of("torch")
+            stmt = src.statement(call)
+            fix = [src.insert_line_before(stmt, f"{torch}.serialization.add_safe_globals("
+                                                f"[{namespace}])"),
+                   src.append_argument(call, "weights_only=True")] \
+                if namespace and torch and src.starts_line(stmt) else None
+            return self.finding(where, "torch.load without weights_only: this file saves an "
+                                f"argparse.Namespace (line {getattr(saved.namespace, 'lineno', 0)})"
+                                ", which weights_only=True refuses; allow it with "
+                                "torch.serialization.add_safe_globals([argparse.Namespace]) "
+                                "and pass weights_only=True", fix)
+        return self.finding(where, "torch.load without weights_only: unpickling can run code "
+                            "from the file, and torch 2.6 changed the default to True; pass "
+                            "weights_only=True", [src.append_argument(call, "weights_only=True")])
+
+
+def _kwargs_never_say(src: PythonSource, call: ast.Call) -> bool:
+    """`torch.load(path, **kwargs)` inside `def f(path, **kwargs)`, and this module calls
+    `f` but never with `weights_only` (or its own `**`)."""
+    star = next(k.value for k in call.keywords if k.arg is None)
+    scope = src.scopes[call]
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) or \
+            scope.args.kwarg is None or not isinstance(star, ast.Name) or \
+            star.id != scope.args.kwarg.arg:
+        return False
+    callers = [c for c in src.calls if _called_name(c) == scope.name]
+    return bool(callers) and not any(
+        keyword(c, "weights_only") is not None or has_star_kwargs(c) for c in callers)
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else \
+        func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _saved(src: PythonSource) -> Saved:
+    values = module_values(src)
+    namespace: ast.AST | None = None
+    for save in src.calls_to(SAVES):
+        obj = argument(save, "obj", 0)
+        for node, kind in _contents(src, values, save, obj, 0):
+            if kind == "namespace":
+                namespace = namespace or node
+            else:
+                return Saved(namespace, (node, kind))
+    return Saved(namespace)
+
+
+def _contents(src: PythonSource, values: ModuleValues, save: ast.Call,
+              node: ast.expr | None, depth: int) -> Iterator[tuple[ast.AST, str]]:
+    """(where, what) for each thing `node` puts in a checkpoint that weights_only refuses:
+    "namespace" for an argparse.Namespace, else a description."""
+    if node is None or depth > MAX_DEPTH:
+        return
+    if isinstance(node, ast.Dict):
+        for value in node.values:
+            yield from _contents(src, values, save, value, depth + 1)
+        return
+    if isinstance(node, ast.List | ast.Tuple):
+        for value in node.elts:
+            yield from _contents(src, values, save, value, depth + 1)
+        return
+    if isinstance(node, ast.Call):
+        qualname = src.qualname(node.func) or ""
+        if qualname == "argparse.Namespace" or _called_name(node) in ("parse_args",):
+            yield node, "namespace"
+        elif qualname in _OPAQUE_CALLS:
+            yield node, _OPAQUE_CALLS[qualname]
+        return
+    name = node.id if isinstance(node, ast.Name) else None
+    if name is None:
+        return
+    assigned = [v for v in values.assigned.get(name, []) if v is not None]
+    for value in assigned:
+        built = _class_built(src, value)
+        if built:
+            yield node, f"{name}, a whole {built} object,"  # `torch.save(model, path)`
+            return
+        yield from _contents(src, values, save, value, depth + 1)
+    for value in values.items.get(name, []):
+        yield from _contents(src, values, save, value, depth + 1)
+    scope = src.scopes[save]
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and not assigned:
+        yield from _passed(src, values, save, scope, name, depth)
+
+
+def _class_built(src: PythonSource, value: ast.expr) -> str | None:
+    """The class `value` instantiates (`Net(...)`, `models.ResNet(...)`), for classes
+    other than plain containers and argument namespaces; else None."""
+    if not isinstance(value, ast.Call):
+        return None
+    callee = _called_name(value) or ""
+    qualname = src.qualname(value.func) or ""
+    if not callee[:1].isupper() or callee in _CONTAINERS or qualname == "argparse.Namespace":
+        return None
+    return callee
+
+
+def _passed(src: PythonSource, values: ModuleValues, save: ast.Call,
+            helper: ast.FunctionDef | ast.AsyncFunctionDef, name: str,
+            depth: int) -> Iterator[tuple[ast.AST, str]]:
+    """What the module's calls of `helper` pass as its parameter `name`
+    (`save_checkpoint({"args": args, ...}, path)`)."""
+    params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
+    if name not in params:
+        return
+    index = params.index(name)
+    for call in src.calls:
+        if _called_name(call) == helper.name:
+            offset = 1 if params[:1] == ["self"] and isinstance(call.func, ast.Attribute) else 0
+            given = argument(call, name, index - offset if index >= offset else None)
+            yield from _contents(src, values, save, given, depth + 1)

@@ -84,6 +84,7 @@ class ModuleValues:
     src: PythonSource
     defaults: bool = False  # options and parameters hold only their defaults
     assigned: dict[str, list[ast.expr | None]] = field(default_factory=dict)
+    items: dict[str, list[ast.expr]] = field(default_factory=dict)  # set by `name[k] = v`
     options: dict[str, Values] = field(default_factory=dict)
     _cache: dict[str, Values] = field(default_factory=dict)
 
@@ -116,6 +117,11 @@ class ModuleValues:
             for element in target.elts:
                 self._assign(element.value if isinstance(element, ast.Starred) else element,
                              None)
+            return
+        if isinstance(target, ast.Subscript):  # `state["args"] = args`: an item of `state`
+            base = dotted(target.value)
+            if base and value is not None:
+                self.items.setdefault(base, []).append(value)
             return
         name = dotted(target)
         if name:
