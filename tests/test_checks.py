@@ -4,7 +4,8 @@ Fixtures live in tests/fixtures/checks/<code>/: `positive-*` files must fire the
 findings are pinned in `<name>.findings.txt`, their fixed text in `<stem>.fixed.<ext>`),
 `negative-*` files must stay silent. tests/fixtures/checks/clean/ holds correct scripts and
 configs on which nothing may fire, except TM101 on the deprecated `torch.cuda.amp` API.
-Golden files change only with `pytest --update-golden`.
+Golden files change only with `pytest --update-golden`. labels.yaml there lists the codes
+each fixture must give, and nothing else; the checks are scored against it.
 """
 
 from __future__ import annotations
@@ -152,6 +153,32 @@ def test_deprecated_amp_loop_is_clean_after_its_fix() -> None:
     assert run_checks(str(path), fixed) == []
     assert "torch.cuda.amp." not in fixed
     assert "from torch.cuda.amp " not in fixed
+
+
+def _labelled() -> dict[str, set[str]]:
+    labels = yaml.safe_load((FIXTURES / "labels.yaml").read_text("utf-8"))
+    return {name: set(codes) for name, codes in labels.items()}
+
+
+def test_every_fixture_is_labelled() -> None:
+    inputs = {_id(p) for p in _inputs("*/*") if p.suffix in (".py", ".json", ".yaml", ".yml",
+                                                             ".sh")}
+    assert inputs == set(_labelled())
+
+
+def test_precision_and_recall_on_the_labelled_fixtures() -> None:
+    """Every (file, code) the checks report against the labels: no false positive, no miss."""
+    found, expected = set(), set()
+    for name, codes in _labelled().items():
+        path = FIXTURES / name
+        found |= {(name, f.code) for f in run_checks(str(path), _read(path))}
+        expected |= {(name, code) for code in codes}
+    true = len(found & expected)
+    precision = true / len(found) if found else 1.0
+    recall = true / len(expected) if expected else 1.0
+    assert (sorted(found - expected), sorted(expected - found)) == ([], []), \
+        f"precision {precision:.3f}, recall {recall:.3f}"
+    assert len(expected) >= 50  # the labels are not emptied to pass
 
 
 # --- suppression and the ignore edit ------------------------------------------------------------

@@ -29,9 +29,9 @@ class FsdpFp16WithoutShardedScaler(Check):
     ## What it does
     Finds `MixedPrecision(param_dtype=torch.float16)` (FSDP) and
     `MixedPrecisionPolicy(param_dtype=torch.float16)` (`fully_shard`), also when the dtype
-    comes through a variable that can be float16, in a module that builds no
-    `ShardedGradScaler`. A module that scales the loss some other way (a wrapper object,
-    a scaler passed in) is left alone.
+    comes through a variable that can be float16, in a module that runs a backward pass and
+    builds no `ShardedGradScaler`. A module that scales the loss some other way (a wrapper
+    object, a scaler passed in) is left alone.
 
     ## Why is this bad?
     `param_dtype` is the dtype of the forward and backward computation, so the gradients
@@ -74,9 +74,9 @@ class FsdpFp16WithoutShardedScaler(Check):
             return
         facts = amp_facts(src)
         sharded = [c for c in facts.scalers if src.qualname(c.func) in SHARDED_SCALERS]
-        if sharded or facts.wrapped or facts.other_scalers or (
+        if sharded or not facts.backward_scopes or facts.wrapped or facts.other_scalers or (
                 facts.scaler_keys and not facts.scalers):
-            return
+            return  # scaled, not trained here, or scaled in a way this module cannot see
         values = module_values(src)
         plain = "; a plain GradScaler checks for inf/NaN only in this rank's shard" \
             if facts.scalers else ""
