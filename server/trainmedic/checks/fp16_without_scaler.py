@@ -128,8 +128,9 @@ class _Switches:
                                                      "cuda" in device.items)
             else:
                 fp16 = any(is_fp16(v) for v in values.evaluate(autocast.dtype, world).items)
-            on = autocast.enabled is None or True in values.evaluate(autocast.enabled,
-                                                                     world).items
+            enabled = values.evaluate(autocast.enabled, world) \
+                if autocast.enabled is not None else None
+            on = enabled is None or True in enabled.items or not enabled.complete
             if fp16 and on and self.all_off(world):
                 return "".join(f" when {name} is {shown(value)}"
                                for name, value in world.items())
