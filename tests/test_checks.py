@@ -267,3 +267,23 @@ def test_overlapping_fixes_converge_over_passes() -> None:
     fixed = fix_all("t.py", text)
     assert "torch.autocast(\"cuda\", dtype=torch.bfloat16)" in fixed
     assert run_checks("t.py", fixed) == []
+
+
+# --- reading what is set elsewhere --------------------------------------------------------------
+
+def test_a_shell_variable_flag_is_reported_where_it_is_written() -> None:
+    text = 'DTYPE="fp16"\ntorchrun train.py --${DTYPE} --lr 1e-4  # ${DTYPE} only here\n'
+    (finding,) = run_checks("run.sh", text)
+    line = text.splitlines()[finding.range.start.line]
+    assert line[finding.range.start.character:finding.range.end.character] == "--${DTYPE}"
+    assert (finding.code, finding.fix) == ("TM109", None)
+    assert run_checks("run.sh", text.replace('"fp16"', '"bf16"')) == []
+
+
+def test_an_import_inside_a_function_binds_only_that_function() -> None:
+    text = ("import torch\n\n\ndef old():\n    from torch.cuda.amp import autocast\n"
+            "    with autocast():\n        pass\n\n\ndef new(autocast):\n"
+            "    with autocast():\n        pass\n")
+    fixed = fix_all("t.py", text)
+    assert "from torch.amp import autocast\n    with autocast(\"cuda\"):" in fixed
+    assert fixed.endswith("def new(autocast):\n    with autocast():\n        pass\n")

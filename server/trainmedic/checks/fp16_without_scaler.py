@@ -17,10 +17,14 @@ class Fp16WithoutScaler(Check):
     """fp16 autocast in a training loop with no GradScaler.
 
     ## What it does
-    Finds `autocast` regions that compute in float16 (an explicit `dtype=torch.float16` or
-    `torch.half`, or CUDA autocast's default) in a script that calls `.backward()` but never
-    builds or uses a `GradScaler`. An autocast inside a function counts only when that
-    function also runs the backward pass, so fp16 inference helpers stay quiet.
+    Finds `autocast` regions (also made with `functools.partial(torch.autocast, ...)`) that
+    can compute in float16 in a script that calls `.backward()` while every `GradScaler`
+    is off. The dtype may come through variables: a dict lookup, `getattr(torch, name)`, a
+    conditional, an argparse option's `choices` and `default`; each choice is tried, so
+    `GradScaler(enabled=(dtype == "float16"))` is seen to cover exactly the float16 runs.
+    An autocast inside a function counts only when that function also runs the backward
+    pass, so fp16 inference helpers stay quiet; so does a script that scales through a
+    wrapper (`loss_scaler(loss, optimizer)`, a NativeScaler object, a scaler passed in).
 
     ## Why is this bad?
     float16 stops at about 6e-8: gradients smaller than that become zero in the backward
@@ -47,7 +51,9 @@ class Fp16WithoutScaler(Check):
 
     ## Fix safety
     Changes numerics: the fix switches the region to bfloat16, which Ampere (A100, RTX 30xx)
-    and newer GPUs run at fp16 speed; older GPUs emulate it slowly or refuse it.
+    and newer GPUs run at fp16 speed; older GPUs emulate it slowly or refuse it. There is
+    no fix when a scaler exists (it needs switching on for float16 instead) or the dtype
+    comes through a variable.
     """
 
     code = "TM102"
@@ -119,6 +125,7 @@ class _Switches:
         """Why this region can run in float16 while every scaler is off (" when dtype is
         'float16'", or "" when it always does), or None when that cannot happen."""
         values = self.values
+        own = values.names_read(autocast.dtype, autocast.enabled, autocast.device_type)
         for world in values.choices(autocast.dtype, autocast.enabled, autocast.device_type,
                                     *self.enabled):
             if autocast.dtype is None:
@@ -130,7 +137,9 @@ class _Switches:
                 fp16 = any(is_fp16(v) for v in values.evaluate(autocast.dtype, world).items)
             enabled = values.evaluate(autocast.enabled, world) \
                 if autocast.enabled is not None else None
-            on = enabled is None or True in enabled.items or not enabled.complete
+            # a switch this region does not read must be seen on; one it reads may be
+            on = enabled is None or True in enabled.items or (
+                not enabled.complete and all(name in own for name in world))
             if fp16 and on and self.all_off(world):
                 return "".join(f" when {name} is {shown(value)}"
                                for name, value in world.items())

@@ -305,10 +305,7 @@ class ModuleValues:
     def choices(self, *nodes: ast.expr | None) -> Iterator[dict[str, object]]:
         """One world per value of each name the expressions read that can take more than one
         value (or whose list of values is open), then the empty world."""
-        names: dict[str, None] = {}
-        for node in nodes:
-            if node is not None:
-                self._names_read(node, names, 0)
+        names = self.names_read(*nodes)
         tried = 0
         for name in reversed(names):  # the choices furthest back (the options) first
             seen = self._name(_reference(name), {}, 0)
@@ -320,6 +317,15 @@ class ModuleValues:
                     break
                 yield {name: value}
         yield {}
+
+    def names_read(self, *nodes: ast.expr | None) -> dict[str, None]:
+        """The names the expressions read, through the assignments of those names, in the
+        order met (a dict used as an ordered set)."""
+        names: dict[str, None] = {}
+        for node in nodes:
+            if node is not None:
+                self._names_read(node, names, 0)
+        return names
 
     def _names_read(self, node: ast.expr, names: dict[str, None], depth: int) -> None:
         if depth > MAX_DEPTH:
