@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -126,11 +127,16 @@ class _Switches:
         'float16'", or "" when it always does), or None when that cannot happen."""
         values = self.values
         own = values.names_read(autocast.dtype, autocast.enabled, autocast.device_type)
-        for world in values.choices(autocast.dtype, autocast.enabled, autocast.device_type,
-                                    *self.enabled):
+        worlds = itertools.chain(values.choices(autocast.dtype),  # name the dtype's choice
+                                 values.choices(autocast.dtype, autocast.enabled,
+                                                autocast.device_type, *self.enabled))
+        for world in worlds:
+            device = values.evaluate(autocast.device_type, world) \
+                if autocast.device is None and autocast.device_type is not None else None
+            if (device is not None and device.only("cpu")) or \
+                    not values.reachable(autocast.call, world):
+                continue
             if autocast.dtype is None:
-                device = values.evaluate(autocast.device_type, world) \
-                    if autocast.device is None else None
                 fp16 = autocast.device == "cuda" or (device is not None and
                                                      "cuda" in device.items)
             else:

@@ -26,8 +26,8 @@ MAX_DEPTH = 8
 class Saved:
     """What a `torch.save` in this file puts in a checkpoint that weights_only refuses."""
 
-    namespace: ast.AST | None = None  # where an argparse.Namespace is saved
-    opaque: tuple[ast.AST, str] | None = None  # where something else is saved, and what
+    namespace: ast.AST | None = None  # the save that stores an argparse.Namespace
+    opaque: tuple[ast.AST, str] | None = None  # the save that stores something else, what
 
 
 class TorchLoadWeightsOnly(Check):
@@ -36,7 +36,8 @@ class TorchLoadWeightsOnly(Check):
     ## What it does
     Finds `torch.load` calls that do not pass `weights_only` (and no `**kwargs` that might;
     a `**kwargs` of a function that this module calls without `weights_only` counts as
-    not passing it). The fix depends on what the same file saves with `torch.save`: plain
+    not passing it). The fix depends on what the same file saves with `torch.save` (or
+    hands a saving helper such as `save_on_master`): plain
     state dicts get `weights_only=True`; an `argparse.Namespace` in the checkpoint (the
     parsed arguments, a common resume aid) also gets
     `torch.serialization.add_safe_globals([argparse.Namespace])` before the load; a whole
@@ -136,22 +137,29 @@ def _called_name(call: ast.Call) -> str | None:
 
 
 def _saved(src: PythonSource) -> Saved:
+    """What this file's `torch.save` calls store, and the Namespaces its other saving
+    helpers are handed (`utils.save_on_master({"args": args, ...}, path)`): those may
+    unpack a model into its state dict, so only what they are given as-is counts."""
     values = module_values(src)
     namespace: ast.AST | None = None
-    for save in src.calls_to(SAVES):
-        obj = argument(save, "obj", 0)
-        for node, kind in _contents(src, values, save, obj, 0):
+    opaque: tuple[ast.AST, str] | None = None
+    for save in src.calls:
+        torch_save = src.qualname(save.func) in SAVES
+        if not torch_save and "save" not in (_called_name(save) or "").lower():
+            continue
+        obj = argument(save, "obj", 0) if torch_save else argument(save, "", 0)
+        for kind in _contents(src, values, save, obj, 0):
             if kind == "namespace":
-                namespace = namespace or node
-            else:
-                return Saved(namespace, (node, kind))
-    return Saved(namespace)
+                namespace = namespace or save
+            elif torch_save and opaque is None:
+                opaque = (save, kind)
+    return Saved(namespace, opaque)
 
 
 def _contents(src: PythonSource, values: ModuleValues, save: ast.Call,
-              node: ast.expr | None, depth: int) -> Iterator[tuple[ast.AST, str]]:
-    """(where, what) for each thing `node` puts in a checkpoint that weights_only refuses:
-    "namespace" for an argparse.Namespace, else a description."""
+              node: ast.expr | None, depth: int) -> Iterator[str]:
+    """What `node` puts in a checkpoint that weights_only refuses, one each: "namespace"
+    for an argparse.Namespace, else a description."""
     if node is None or depth > MAX_DEPTH:
         return
     if isinstance(node, ast.Dict):
@@ -165,19 +173,19 @@ def _contents(src: PythonSource, values: ModuleValues, save: ast.Call,
     if isinstance(node, ast.Call):
         qualname = src.qualname(node.func) or ""
         if qualname == "argparse.Namespace" or _called_name(node) in ("parse_args",):
-            yield node, "namespace"
+            yield "namespace"
         elif qualname in _OPAQUE_CALLS:
-            yield node, _OPAQUE_CALLS[qualname]
+            yield _OPAQUE_CALLS[qualname]
         return
     name = node.id if isinstance(node, ast.Name) else None
     if name is None:
         return
     assigned = [v for v in values.assigned.get(name, []) if v is not None]
+    built = {_class_built(src, value) for value in assigned}
+    if assigned and None not in built:  # `model = Net()`, and never anything else
+        yield f"{name}, a whole {sorted(b for b in built if b)[0]} object,"
+        return
     for value in assigned:
-        built = _class_built(src, value)
-        if built:
-            yield node, f"{name}, a whole {built} object,"  # `torch.save(model, path)`
-            return
         yield from _contents(src, values, save, value, depth + 1)
     for value in values.items.get(name, []):
         yield from _contents(src, values, save, value, depth + 1)
@@ -200,7 +208,7 @@ def _class_built(src: PythonSource, value: ast.expr) -> str | None:
 
 def _passed(src: PythonSource, values: ModuleValues, save: ast.Call,
             helper: ast.FunctionDef | ast.AsyncFunctionDef, name: str,
-            depth: int) -> Iterator[tuple[ast.AST, str]]:
+            depth: int) -> Iterator[str]:
     """What the module's calls of `helper` pass as its parameter `name`
     (`save_checkpoint({"args": args, ...}, path)`)."""
     params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]

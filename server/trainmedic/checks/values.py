@@ -302,6 +302,21 @@ class ModuleValues:
 
     # --- worlds -------------------------------------------------------------------------------
 
+    def reachable(self, node: ast.AST, world: Mapping[str, object]) -> bool:
+        """False when a conditional around `node` (within its statement: `a if test else
+        b`, or an enclosing `if`) takes the other branch in `world`."""
+        parents = self.src.parents
+        while node in parents and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            parent = parents[node]
+            if isinstance(parent, ast.IfExp | ast.If) and node is not parent.test:
+                test = self.evaluate(parent.test, world)
+                in_body = node is parent.body or (isinstance(parent.body, list) and
+                                                  node in parent.body)
+                if test.only(not in_body):
+                    return False
+            node = parent
+        return True
+
     def choices(self, *nodes: ast.expr | None) -> Iterator[dict[str, object]]:
         """One world per value of each name the expressions read that can take more than one
         value (or whose list of values is open), then the empty world."""
