@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from trainmedic.checks.findings import CheckFinding
 from trainmedic.checks.protocol import Check
@@ -125,7 +125,7 @@ def _kwargs_never_say(src: PythonSource, call: ast.Call) -> bool:
             scope.args.kwarg is None or not isinstance(star, ast.Name) or \
             star.id != scope.args.kwarg.arg:
         return False
-    callers = [c for c in src.calls if _called_name(c) == scope.name]
+    callers = src.calls_named(scope.name)
     return bool(callers) and not any(
         keyword(c, "weights_only") is not None or has_star_kwargs(c) for c in callers)
 
@@ -140,7 +140,7 @@ def _saved(src: PythonSource) -> Saved:
     """What this file's `torch.save` calls store, and the Namespaces its other saving
     helpers are handed (`utils.save_on_master({"args": args, ...}, path)`): those may
     unpack a model into its state dict, so only what they are given as-is counts."""
-    values = module_values(src)
+    reader = _Contents(src, module_values(src))
     namespace: ast.AST | None = None
     opaque: tuple[ast.AST, str] | None = None
     for save in src.calls:
@@ -148,7 +148,7 @@ def _saved(src: PythonSource) -> Saved:
         if not torch_save and "save" not in (_called_name(save) or "").lower():
             continue
         obj = argument(save, "obj", 0) if torch_save else argument(save, "", 0)
-        for kind in _contents(src, values, save, obj, 0):
+        for kind in sorted(reader.of(src.scopes[save], obj, 0)):
             if kind == "namespace":
                 namespace = namespace or save
             elif torch_save and opaque is None:
@@ -156,42 +156,66 @@ def _saved(src: PythonSource) -> Saved:
     return Saved(namespace, opaque)
 
 
-def _contents(src: PythonSource, values: ModuleValues, save: ast.Call,
-              node: ast.expr | None, depth: int) -> Iterator[str]:
-    """What `node` puts in a checkpoint that weights_only refuses, one each: "namespace"
-    for an argparse.Namespace, else a description."""
-    if node is None or depth > MAX_DEPTH:
-        return
-    if isinstance(node, ast.Dict):
-        for value in node.values:
-            yield from _contents(src, values, save, value, depth + 1)
-        return
-    if isinstance(node, ast.List | ast.Tuple):
-        for value in node.elts:
-            yield from _contents(src, values, save, value, depth + 1)
-        return
-    if isinstance(node, ast.Call):
-        qualname = src.qualname(node.func) or ""
-        if qualname == "argparse.Namespace" or _called_name(node) in ("parse_args",):
-            yield "namespace"
-        elif qualname in _OPAQUE_CALLS:
-            yield _OPAQUE_CALLS[qualname]
-        return
-    name = node.id if isinstance(node, ast.Name) else None
-    if name is None:
-        return
-    assigned = [v for v in values.assigned.get(name, []) if v is not None]
-    built = {_class_built(src, value) for value in assigned}
-    if assigned and None not in built:  # `model = Net()`, and never anything else
-        yield f"{name}, a whole {sorted(b for b in built if b)[0]} object,"
-        return
-    for value in assigned:
-        yield from _contents(src, values, save, value, depth + 1)
-    for value in values.items.get(name, []):
-        yield from _contents(src, values, save, value, depth + 1)
-    scope = src.scopes[save]
-    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and not assigned:
-        yield from _passed(src, values, save, scope, name, depth)
+@dataclass
+class _Contents:
+    """What an expression puts in a checkpoint that weights_only refuses: "namespace" for
+    an argparse.Namespace, else a description. A name's answer is worked out once (per
+    function, where it comes in as a parameter), so many saves cost one pass."""
+
+    src: PythonSource
+    values: ModuleValues
+    memo: dict[tuple[str, ast.AST | None], frozenset[str]] = field(default_factory=dict)
+
+    def of(self, scope: ast.AST, node: ast.expr | None, depth: int) -> frozenset[str]:
+        if node is None or depth > MAX_DEPTH:
+            return frozenset()
+        if isinstance(node, ast.Dict | ast.List | ast.Tuple):
+            parts = node.values if isinstance(node, ast.Dict) else node.elts
+            return frozenset().union(*(self.of(scope, v, depth + 1) for v in parts))
+        if isinstance(node, ast.Call):
+            qualname = self.src.qualname(node.func) or ""
+            if qualname == "argparse.Namespace" or _called_name(node) == "parse_args":
+                return frozenset({"namespace"})
+            return frozenset({_OPAQUE_CALLS[qualname]}) if qualname in _OPAQUE_CALLS \
+                else frozenset()
+        return self._name(scope, node.id, depth) if isinstance(node, ast.Name) \
+            else frozenset()
+
+    def _name(self, scope: ast.AST, name: str, depth: int) -> frozenset[str]:
+        assigned = [v for v in self.values.assigned.get(name, []) if v is not None]
+        passed = isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) and not assigned
+        key = (name, scope if passed else None)
+        if key not in self.memo:
+            self.memo[key] = frozenset()  # a name that leads back to itself adds nothing
+            self.memo[key] = self._work_out(scope, name, assigned, passed, depth)
+        return self.memo[key]
+
+    def _work_out(self, scope: ast.AST, name: str, assigned: list[ast.expr], passed: bool,
+                  depth: int) -> frozenset[str]:
+        built = {_class_built(self.src, value) for value in assigned}
+        if assigned and None not in built:  # `model = Net()`, and never anything else
+            return frozenset({f"{name}, a whole {sorted(b for b in built if b)[0]} object,"})
+        found = [self.of(scope, v, depth + 1)
+                 for v in [*assigned, *self.values.items.get(name, [])]]
+        if passed and isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            found += self._passed(scope, name, depth)
+        return frozenset().union(*found)
+
+    def _passed(self, helper: ast.FunctionDef | ast.AsyncFunctionDef, name: str,
+                depth: int) -> list[frozenset[str]]:
+        """What the module's calls of `helper` pass as its parameter `name`
+        (`save_checkpoint({"args": args, ...}, path)`)."""
+        params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
+        if name not in params:
+            return []
+        index = params.index(name)
+        found = []
+        for call in self.src.calls_named(helper.name):
+            offset = 1 if params[:1] == ["self"] and isinstance(call.func, ast.Attribute) \
+                else 0
+            given = argument(call, name, index - offset if index >= offset else None)
+            found.append(self.of(self.src.scopes[call], given, depth + 1))
+        return found
 
 
 def _class_built(src: PythonSource, value: ast.expr) -> str | None:
@@ -204,19 +228,3 @@ def _class_built(src: PythonSource, value: ast.expr) -> str | None:
     if not callee[:1].isupper() or callee in _CONTAINERS or qualname == "argparse.Namespace":
         return None
     return callee
-
-
-def _passed(src: PythonSource, values: ModuleValues, save: ast.Call,
-            helper: ast.FunctionDef | ast.AsyncFunctionDef, name: str,
-            depth: int) -> Iterator[str]:
-    """What the module's calls of `helper` pass as its parameter `name`
-    (`save_checkpoint({"args": args, ...}, path)`)."""
-    params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
-    if name not in params:
-        return
-    index = params.index(name)
-    for call in src.calls:
-        if _called_name(call) == helper.name:
-            offset = 1 if params[:1] == ["self"] and isinstance(call.func, ast.Attribute) else 0
-            given = argument(call, name, index - offset if index >= offset else None)
-            yield from _contents(src, values, save, given, depth + 1)

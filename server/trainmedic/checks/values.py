@@ -85,13 +85,15 @@ class ModuleValues:
     defaults: bool = False  # options and parameters hold only their defaults
     assigned: dict[str, list[ast.expr | None]] = field(default_factory=dict)
     items: dict[str, list[ast.expr]] = field(default_factory=dict)  # set by `name[k] = v`
-    options: dict[str, Values] = field(default_factory=dict)
+    parameters: dict[str, list[ast.expr | None]] = field(default_factory=dict)  # defaults
+    option_calls: dict[str, list[ast.Call]] = field(default_factory=dict)  # add_argument
+    _options: dict[str, Values] = field(default_factory=dict)
     _cache: dict[str, Values] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, src: PythonSource, defaults: bool = False) -> ModuleValues:
-        values = cls(src, defaults)
-        for node in src.parents:  # every node but the module: no second walk of the tree
+    def read(cls, src: PythonSource) -> ModuleValues:
+        values = cls(src)
+        for node in src.bindings:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     values._assign(target, node.value)
@@ -104,13 +106,16 @@ class ModuleValues:
                     values._assign(bound, None)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 values._parameters(node.args)
-        for call in src.calls:
-            if isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument":
-                dest = _argparse_dest(call)
-                if dest:
-                    values.options[dest] = values.options.get(dest, Values(complete=True)) | \
-                        values._option(call)
+        for call in src.calls_named("add_argument"):
+            dest = _argparse_dest(call)
+            if dest:
+                values.option_calls.setdefault(dest, []).append(call)
         return values
+
+    def with_defaults(self) -> ModuleValues:
+        """The same module for a run that passes no options and calls with no arguments."""
+        return ModuleValues(self.src, True, self.assigned, self.items, self.parameters,
+                            self.option_calls)
 
     def _assign(self, target: ast.expr, value: ast.expr | None) -> None:
         if isinstance(target, ast.Tuple | ast.List):
@@ -133,11 +138,27 @@ class ModuleValues:
             [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
         for arg, default in [*zip(positional, defaults, strict=True),
                              *zip(args.kwonlyargs, args.kw_defaults, strict=True)]:
-            entry = self.assigned.setdefault(arg.arg, [])
+            self.parameters.setdefault(arg.arg, []).append(default)
+
+    def _bound(self, name: str) -> list[ast.expr | None]:
+        """What `name` is set to: its assignments, and per parameter of that name its
+        default, and None (anything) unless only defaults count and it has one."""
+        found = list(self.assigned.get(name, []))
+        for default in self.parameters.get(name, []):
             if default is None or not self.defaults:
-                entry.append(None)  # a caller may pass anything
+                found.append(None)  # a caller may pass anything
             if default is not None:
-                entry.append(default)
+                found.append(default)
+        return found
+
+    def option(self, dest: str) -> Values | None:
+        """What `args.<dest>` holds after `parse_args()`, when an option sets it."""
+        if dest not in self._options and dest in self.option_calls:
+            out = Values(complete=True)
+            for call in self.option_calls[dest]:
+                out = out | self._option(call)
+            self._options[dest] = out
+        return self._options.get(dest)
 
     def _option(self, call: ast.Call) -> Values:
         """What an argparse option can hold after `parse_args()`."""
@@ -224,16 +245,15 @@ class ModuleValues:
             return self._cache[name]
         if cacheable:
             self._cache[name] = UNKNOWN  # a name that leads back to itself adds nothing
-        found = self.assigned.get(name)
+        found = self._bound(name)
         out: Values | None = None
         if found:
             out = Values(complete=True)
             for value in found:
                 out = out | (self.evaluate(value, world, depth + 1) if value is not None
                              else UNKNOWN)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
-                node.attr in self.options:
-            out = self.options[node.attr]  # `args.dtype` after parse_args()
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            out = self.option(node.attr)  # `args.dtype` after parse_args()
         result = out if out is not None else UNKNOWN
         if cacheable:
             self._cache[name] = result
@@ -351,7 +371,7 @@ class ModuleValues:
                 if name is None or name in names or self.src.qualname(child):
                     continue
                 names[name] = None
-                for value in self.assigned.get(name, []):
+                for value in self._bound(name):
                     if value is not None:
                         self._names_read(value, names, depth + 1)
 
@@ -390,5 +410,5 @@ def default_values(src: PythonSource) -> ModuleValues:
     """The same analysis for a run that passes no options: what the script does by default."""
     found = _DEFAULTS.get(src)
     if found is None:
-        found = _DEFAULTS[src] = ModuleValues.read(src, defaults=True)
+        found = _DEFAULTS[src] = module_values(src).with_defaults()
     return found

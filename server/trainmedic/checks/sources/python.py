@@ -18,6 +18,9 @@ from trainmedic.checks.findings import NEWLINES, CheckError, Position, Range, Te
 
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Nodes that bind names (assignments, loop and `with` targets, function parameters).
+_BINDS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.withitem,
+          ast.NamedExpr, ast.comprehension, ast.FunctionDef, ast.AsyncFunctionDef)
 _SKIP = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT,
                    tokenize.DEDENT})
 
@@ -120,6 +123,7 @@ class PythonSource:
     calls: list[ast.Call] = field(default_factory=list)
     scopes: dict[ast.AST, Scope] = field(default_factory=dict)
     import_froms: list[ast.ImportFrom] = field(default_factory=list)
+    bindings: list[ast.AST] = field(default_factory=list)  # what binds names: see _BINDS
     _windows: dict[tuple[int, int], Tokens] = field(default_factory=dict)
     _names: dict[ast.expr, str | None] = field(default_factory=dict)
 
@@ -159,6 +163,8 @@ class PythonSource:
                 self.import_froms.append(node)
                 for alias in node.names:
                     self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, _BINDS):
+                self.bindings.append(node)
         self.calls.sort(key=lambda c: (c.lineno, c.col_offset))
         self.import_froms.sort(key=lambda s: s.lineno)
 
@@ -180,6 +186,21 @@ class PythonSource:
 
     def calls_to(self, names: Collection[str]) -> Iterator[ast.Call]:
         return (c for c in self.calls if self.qualname(c.func) in names)
+
+    def calls_named(self, name: str) -> list[ast.Call]:
+        """Every call of a function or method called `name` (`f(...)`, `obj.f(...)`)."""
+        return self._calls_by_name.get(name, [])
+
+    @cached_property
+    def _calls_by_name(self) -> dict[str, list[ast.Call]]:
+        found: dict[str, list[ast.Call]] = {}
+        for call in self.calls:
+            func = call.func
+            name = func.id if isinstance(func, ast.Name) else \
+                func.attr if isinstance(func, ast.Attribute) else None
+            if name:
+                found.setdefault(name, []).append(call)
+        return found
 
     def alias_of(self, module: str) -> str | None:
         """The local name bound to `module` (`torch`, or `T` after `import torch as T`)."""
