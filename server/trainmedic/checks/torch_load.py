@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from trainmedic.checks.findings import CheckFinding
+from trainmedic.checks.findings import CheckFinding, TextEdit
 from trainmedic.checks.protocol import Check
 from trainmedic.checks.sources.python import PythonSource, argument, has_star_kwargs, keyword
 from trainmedic.checks.values import ModuleValues, module_values
@@ -20,6 +20,9 @@ _CONTAINERS = frozenset({"OrderedDict", "defaultdict", "Counter"})
 _OPAQUE_CALLS = {"numpy.random.get_state": "the numpy random state",
                  "random.getstate": "the Python random state"}
 MAX_DEPTH = 8
+# Parameter names that hold parsed command-line arguments by convention (an
+# argparse.Namespace), when no call in the file says what is passed.
+ARGUMENT_NAMES = frozenset({"args", "opt", "opts", "flags"})
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,8 @@ class TorchLoadWeightsOnly(Check):
     not passing it). The fix depends on what the same file saves with `torch.save` (or
     hands a saving helper such as `save_on_master`): plain
     state dicts get `weights_only=True`; an `argparse.Namespace` in the checkpoint (the
-    parsed arguments, a common resume aid) also gets
+    parsed arguments, a common resume aid; also a parameter named `args` or `opt` that no
+    call in the file fills) also gets
     `torch.serialization.add_safe_globals([argparse.Namespace])` before the load; a whole
     pickled model or a numpy random state gets `weights_only=False`, since nothing else
     loads it.
@@ -98,22 +102,35 @@ class TorchLoadWeightsOnly(Check):
                                 "only checkpoints you trust",
                                 [src.append_argument(call, "weights_only=False")])
         if saved.namespace is not None:
-            namespace = src.alias_of("argparse.Namespace") or \
-                (f"{src.alias_of('argparse')}.Namespace" if src.alias_of("argparse") else None)
             torch = src.alias_of("torch")
             stmt = src.statement(call)
-            fix = [src.insert_line_before(stmt, f"{torch}.serialization.add_safe_globals("
-                                                f"[{namespace}])"),
+            namespace, imports = _namespace_name(src)
+            fix = [*imports, src.insert_line_before(
+                       stmt, f"{torch}.serialization.add_safe_globals([{namespace}])"),
                    src.append_argument(call, "weights_only=True")] \
-                if namespace and torch and src.starts_line(stmt) else None
+                if torch and src.starts_line(stmt) else None
             return self.finding(where, "torch.load without weights_only: this file saves an "
-                                f"argparse.Namespace (line {getattr(saved.namespace, 'lineno', 0)})"
-                                ", which weights_only=True refuses; allow it with "
+                                "argparse.Namespace (line "
+                                f"{getattr(saved.namespace, 'lineno', 0)}), which "
+                                "weights_only=True refuses; allow it with "
                                 "torch.serialization.add_safe_globals([argparse.Namespace]) "
                                 "and pass weights_only=True", fix)
         return self.finding(where, "torch.load without weights_only: unpickling can run code "
                             "from the file, and torch 2.6 changed the default to True; pass "
                             "weights_only=True", [src.append_argument(call, "weights_only=True")])
+
+
+def _namespace_name(src: PythonSource) -> tuple[str, list[TextEdit]]:
+    """How this file names `argparse.Namespace`, and the import to add when it cannot."""
+    direct = src.alias_of("argparse.Namespace")
+    if direct:
+        return direct, []
+    module = src.alias_of("argparse")
+    if module:
+        return f"{module}.Namespace", []
+    first = next((s for s in src.tree.body if isinstance(s, ast.Import | ast.ImportFrom)),
+                 src.tree.body[0])
+    return "argparse.Namespace", [src.insert_line_before(first, "import argparse")]
 
 
 def _kwargs_never_say(src: PythonSource, call: ast.Call) -> bool:
@@ -198,7 +215,10 @@ class _Contents:
         found = [self.of(scope, v, depth + 1)
                  for v in [*assigned, *self.values.items.get(name, [])]]
         if passed and isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
-            found += self._passed(scope, name, depth)
+            callers = self._passed(scope, name, depth)
+            if not callers and name in ARGUMENT_NAMES:
+                return frozenset({"namespace"})  # `def save_model(args, ...)`, called elsewhere
+            found += callers
         return frozenset().union(*found)
 
     def _passed(self, helper: ast.FunctionDef | ast.AsyncFunctionDef, name: str,
