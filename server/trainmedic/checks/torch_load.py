@@ -209,7 +209,8 @@ class _Contents:
 
     def _work_out(self, scope: ast.AST, name: str, assigned: list[ast.expr], passed: bool,
                   depth: int) -> frozenset[str]:
-        built = {_class_built(self.src, value) for value in assigned}
+        built = {_class_built(self.src, value) for value in assigned
+                 if not _same_object(self.src, name, value)}
         if assigned and None not in built:  # `model = Net()`, and never anything else
             return frozenset({f"{name}, a whole {sorted(b for b in built if b)[0]} object,"})
         found = [self.of(scope, v, depth + 1)
@@ -236,6 +237,17 @@ class _Contents:
             given = argument(call, name, index - offset if index >= offset else None)
             found.append(self.of(self.src.scopes[call], given, depth + 1))
         return found
+
+
+def _same_object(src: PythonSource, name: str, value: ast.expr) -> bool:
+    """`model = torch.load(...)` or `model = model.cuda()`: the name keeps the kind of
+    object it had (what was saved comes back; a method returns the model itself)."""
+    if not isinstance(value, ast.Call):
+        return False
+    if src.qualname(value.func) in LOADS:
+        return True
+    receiver = value.func.value if isinstance(value.func, ast.Attribute) else None
+    return isinstance(receiver, ast.Name) and receiver.id == name
 
 
 def _class_built(src: PythonSource, value: ast.expr) -> str | None:
