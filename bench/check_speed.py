@@ -1,10 +1,13 @@
 """How long the script checks take on a 2,000-line training script, next to LibCST's parse.
 
 Usage: python bench/check_speed.py [--runs N]
+       python bench/check_speed.py --lines 226000 --clean    (scale: one run, time and memory)
 The script is built from the check fixtures (positives and correct loops, so the checks find
-and fix things as they would in a real file) until it is 2,000 lines long. Prints p50/p95 of
+and fix things as they would in a real file) to 2,000 lines (whole blocks). Prints p50/p95 of
 `run_checks` over repeated runs, of parsing the same text with LibCST alone, and their ratio.
 Target: run_checks p95 < 150 ms. LibCST is a bench-only dependency (`pip install .[bench]`).
+With `--lines`, one run over a script of that many lines (from the correct scripts only, with
+`--clean`) prints its time and the process's peak resident memory, to show growth is linear.
 """
 
 from __future__ import annotations
@@ -22,19 +25,22 @@ LINES = 2000
 TARGET_P95_MS = 150.0
 
 
-def training_script(lines: int = LINES) -> str:
+def training_script(lines: int = LINES, clean: bool = False) -> str:
     """Python fixtures, each wrapped in its own function so names do not collide, repeated."""
-    sources = sorted(p for p in FIXTURES.glob("*/*.py") if ".fixed." not in p.name)
+    sources = sorted(p for p in FIXTURES.glob("clean/*.py" if clean else "*/*.py")
+                     if ".fixed." not in p.name)
     blocks = []
     for index, path in enumerate(sources):
         body = path.read_text("utf-8").splitlines()
         blocks.append([f"def block_{index}():"] + [f"    {line}" if line else "" for line in body]
                       + ["", ""])
     out: list[str] = ["import torch", ""]
-    while len(out) < lines:
+    while len(out) < lines:  # whole blocks, so the script parses
         for block in blocks:
             out.extend(block)
-    return "\n".join(out[:lines]) + "\n"
+            if len(out) >= lines:
+                break
+    return "\n".join(out) + "\n"
 
 
 def timings(run: Callable[[], object], runs: int) -> list[float]:
@@ -51,12 +57,30 @@ def p95(samples: list[float]) -> float:
     return statistics.quantiles(samples, n=20)[-1]
 
 
+def scale(lines: int, clean: bool) -> int:
+    import resource
+
+    text = training_script(lines, clean)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    findings = run_checks("bench.py", text)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"script: {text.count(chr(10))} lines, {len(findings)} findings: "
+          f"{seconds:.2f} s, peak RSS {peak / 1024:.0f} MB (+{(peak - before) / 1024:.0f} MB "
+          "while checking)")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--lines", type=int, help="one run over a script this long")
+    parser.add_argument("--clean", action="store_true", help="only correct scripts")
     args = parser.parse_args()
+    if args.lines:
+        return scale(args.lines, args.clean)
     text = training_script()
-    text = text if text.count("\n") <= LINES else "\n".join(text.splitlines()[:LINES]) + "\n"
     findings = run_checks("bench.py", text)
     checks = timings(lambda: run_checks("bench.py", text), args.runs)
     print(f"script: {text.count(chr(10))} lines, {len(findings)} findings, {args.runs} runs")

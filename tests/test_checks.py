@@ -4,7 +4,8 @@ Fixtures live in tests/fixtures/checks/<code>/: `positive-*` files must fire the
 findings are pinned in `<name>.findings.txt`, their fixed text in `<stem>.fixed.<ext>`),
 `negative-*` files must stay silent. tests/fixtures/checks/clean/ holds correct scripts and
 configs on which nothing may fire, except TM101 on the deprecated `torch.cuda.amp` API.
-Golden files change only with `pytest --update-golden`.
+Golden files change only with `pytest --update-golden`. labels.yaml there lists the codes
+each fixture must give, and nothing else; the checks are scored against it.
 """
 
 from __future__ import annotations
@@ -154,6 +155,32 @@ def test_deprecated_amp_loop_is_clean_after_its_fix() -> None:
     assert "from torch.cuda.amp " not in fixed
 
 
+def _labelled() -> dict[str, set[str]]:
+    labels = yaml.safe_load((FIXTURES / "labels.yaml").read_text("utf-8"))
+    return {name: set(codes) for name, codes in labels.items()}
+
+
+def test_every_fixture_is_labelled() -> None:
+    inputs = {_id(p) for p in _inputs("*/*") if p.suffix in (".py", ".json", ".yaml", ".yml",
+                                                             ".sh")}
+    assert inputs == set(_labelled())
+
+
+def test_precision_and_recall_on_the_labelled_fixtures() -> None:
+    """Every (file, code) the checks report against the labels: no false positive, no miss."""
+    found, expected = set(), set()
+    for name, codes in _labelled().items():
+        path = FIXTURES / name
+        found |= {(name, f.code) for f in run_checks(str(path), _read(path))}
+        expected |= {(name, code) for code in codes}
+    true = len(found & expected)
+    precision = true / len(found) if found else 1.0
+    recall = true / len(expected) if expected else 1.0
+    assert (sorted(found - expected), sorted(expected - found)) == ([], []), \
+        f"precision {precision:.3f}, recall {recall:.3f}"
+    assert len(expected) >= 50  # the labels are not emptied to pass
+
+
 # --- suppression and the ignore edit ------------------------------------------------------------
 
 SCRIPT = """\
@@ -240,3 +267,23 @@ def test_overlapping_fixes_converge_over_passes() -> None:
     fixed = fix_all("t.py", text)
     assert "torch.autocast(\"cuda\", dtype=torch.bfloat16)" in fixed
     assert run_checks("t.py", fixed) == []
+
+
+# --- reading what is set elsewhere --------------------------------------------------------------
+
+def test_a_shell_variable_flag_is_reported_where_it_is_written() -> None:
+    text = 'DTYPE="fp16"\ntorchrun train.py --${DTYPE} --lr 1e-4  # ${DTYPE} only here\n'
+    (finding,) = run_checks("run.sh", text)
+    line = text.splitlines()[finding.range.start.line]
+    assert line[finding.range.start.character:finding.range.end.character] == "--${DTYPE}"
+    assert (finding.code, finding.fix) == ("TM109", None)
+    assert run_checks("run.sh", text.replace('"fp16"', '"bf16"')) == []
+
+
+def test_an_import_inside_a_function_binds_only_that_function() -> None:
+    text = ("import torch\n\n\ndef old():\n    from torch.cuda.amp import autocast\n"
+            "    with autocast():\n        pass\n\n\ndef new(autocast):\n"
+            "    with autocast():\n        pass\n")
+    fixed = fix_all("t.py", text)
+    assert "from torch.amp import autocast\n    with autocast(\"cuda\"):" in fixed
+    assert fixed.endswith("def new(autocast):\n    with autocast():\n        pass\n")

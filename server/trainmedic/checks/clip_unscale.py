@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from trainmedic.checks.amp import amp_facts, scaled_loss_receiver
 from trainmedic.checks.findings import CheckFinding
 from trainmedic.checks.protocol import Check
-from trainmedic.checks.sources.python import PythonSource, dotted, method
+from trainmedic.checks.sources.python import PythonSource, method, reference
 
 CLIPS = frozenset(f"torch.nn.utils.{module}{name}"
                   for module in ("", "clip_grad.")
@@ -85,7 +85,7 @@ class ClipBeforeUnscale(Check):
             if window is None:
                 continue
             receiver, name = method(call) or (None, "")
-            key = dotted(receiver) if receiver is not None else None
+            key = reference(receiver) if receiver is not None else None
             if key == window.scaler and name == "unscale_":
                 window.unscaled = True
             elif key == window.scaler and name == "step":
@@ -100,7 +100,7 @@ class ClipBeforeUnscale(Check):
         later = [(name, call) for call in calls
                  if (call.lineno, call.col_offset) > (clip.lineno, clip.col_offset)
                  for receiver, name in [method(call) or (None, "")]
-                 if receiver is not None and dotted(receiver) == scaler]
+                 if receiver is not None and reference(receiver) == scaler]
         steps = [i for i, (name, call) in enumerate(later) if name == "step" and call.args]
         stmt = src.statement(clip)
         fix = None

@@ -126,7 +126,9 @@ def render_text(results: list[Checked]) -> str:
     if not total:
         summary += f"No findings in {_count(len(results), 'file')}."
     else:
-        summary += f"{_count(total, 'finding')} in {_count(len(results), 'file')}" + \
+        with_findings = sum(1 for r in results if r.findings)
+        summary += f"{_count(total, 'finding')} in {with_findings} of " \
+            f"{_count(len(results), 'file')}" + \
             (f" ({fixable} fixable with --fix)." if fixable else ".")
     return "\n".join([*out, summary]) + "\n"
 
@@ -245,6 +247,7 @@ def check_paths(paths: list[str], fix: bool, diff: bool, fmt: str,
               f"{_count(remaining, 'finding')} would remain", file=err)
         found = any(r.after != r.before or r.findings for r in results)
     else:
-        out.write(RENDERERS[fmt](results))
+        if results or not run.unchecked:  # nothing was checked: the errors say it all
+            out.write(RENDERERS[fmt](results))
         found = any(r.findings for r in results)
     return Outcome(found, run.unchecked)

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-from trainmedic.checks.findings import CheckFinding, Range, TextEdit
-from trainmedic.checks.prefer_bf16 import BF16_FLAG, FALSE_WORDS, FP16_FLAG, hf_arguments
+from trainmedic.checks.findings import CheckFinding, Position, Range, TextEdit
+from trainmedic.checks.prefer_bf16 import (
+    BF16_FLAG,
+    FALSE_WORDS,
+    FP16_FLAG,
+    argument_classes,
+    hf_arguments,
+)
 from trainmedic.checks.protocol import Check
-from trainmedic.checks.sources.config import ConfigDocument, Node, is_true
+from trainmedic.checks.sources.config import ConfigDocument, Node, bf16_in_fp16_block, is_true
 from trainmedic.checks.sources.python import PythonSource, keyword, literal
 from trainmedic.checks.sources.shell import ShellScript
 
@@ -28,10 +35,12 @@ def _claims(doc: ConfigDocument) -> tuple[list[tuple[Range, TextEdit | None]], b
         for node in root.walk():
             if not node.is_mapping:
                 continue
-            enabled = _enabled(node.get("fp16"))
-            if enabled is not None:
+            block = node.get("fp16")
+            enabled = _enabled(block)
+            if enabled is not None and not bf16_in_fp16_block(block):
                 fp16.append((enabled.range, TextEdit(enabled.range, "false")))
             bf16 |= any(_enabled(node.get(k)) is not None for k in ("bf16", "bfloat16"))
+            bf16 |= enabled is not None and bf16_in_fp16_block(block)
     return fp16, bf16
 
 
@@ -86,8 +95,10 @@ class Fp16AndBf16(Check):
                 yield self.finding(where, MESSAGE, [edit] if edit else None)
 
     def python(self, src: PythonSource) -> Iterator[CheckFinding]:
+        local = argument_classes(src)
         for call in src.calls:
-            if not hf_arguments(src.qualname(call.func)):
+            if not hf_arguments(src.qualname(call.func)) and not (
+                    isinstance(call.func, ast.Name) and call.func.id in local):
                 continue
             fp16, bf16 = keyword(call, "fp16"), keyword(call, "bf16")
             if fp16 is not None and bf16 is not None and literal(fp16.value) is True and \
@@ -96,9 +107,14 @@ class Fp16AndBf16(Check):
                                    [TextEdit(src.range(fp16.value), "False")])
 
     def shell(self, script: ShellScript) -> Iterator[CheckFinding]:
-        if not any(True for _ in script.matches(BF16_FLAG)):
+        if not any(True for _ in script.matches(BF16_FLAG)) and \
+                not any(True for _ in script.expanded_matches(BF16_FLAG)):
             return
         for line, match in script.matches(FP16_FLAG):
             if match.group(1) not in FALSE_WORDS:
                 yield self.finding(script.span(line, match), MESSAGE,
                                    [script.delete_words(line, match.start(), match.end())])
+        for line, match, expanded in script.expanded_matches(FP16_FLAG):
+            if match.group(1) not in FALSE_WORDS:
+                start, end = expanded.span(*match.span())
+                yield self.finding(Range(Position(line, start), Position(line, end)), MESSAGE)

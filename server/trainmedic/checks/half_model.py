@@ -74,8 +74,8 @@ class HalfModelTrained(Check):
             elif isinstance(call.func, ast.Attribute) and _to_fp16(src, call, name):
                 casts.append((call, call.func, _model_name(src, call, call.func.value)))
         for call, func, key in casts:
-            later = trained.get((src.scopes[call], key), ())
-            if key and any(at > _at(call) for at in later):
+            later = trained.get((src.scopes[call], key))
+            if key and later and max(later) > _at(call):
                 end = src.end(func)
                 start = Position(end.line, end.character - len(func.attr))
                 yield self.finding(Range(start, src.end(call)),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from trainmedic.checks.apex_amp import ApexAmp
 from trainmedic.checks.clip_unscale import ClipBeforeUnscale
 from trainmedic.checks.deprecated_amp import DeprecatedCudaAmp
+from trainmedic.checks.deprecated_autocast_dtype import DeprecatedAutocastGetter
 from trainmedic.checks.fp16_and_bf16 import Fp16AndBf16
 from trainmedic.checks.fp16_without_scaler import Fp16WithoutScaler
+from trainmedic.checks.fsdp_fp16 import FsdpFp16WithoutShardedScaler
 from trainmedic.checks.half_model import HalfModelTrained
 from trainmedic.checks.nccl_env import DeprecatedNcclEnv
 from trainmedic.checks.pg_timeout import ProcessGroupTimeout
@@ -31,6 +34,9 @@ CHECKS: tuple[Check, ...] = (
     ProcessGroupTimeout(),       # TM111
     DeprecatedNcclEnv(),         # TM112
     Fp16AndBf16(),               # TM113
+    FsdpFp16WithoutShardedScaler(),  # TM114
+    DeprecatedAutocastGetter(),  # TM115
+    ApexAmp(),                   # TM116
 )
 
 

@@ -58,16 +58,17 @@ class ScalerStepWithoutUpdate(Check):
     def python(self, src: PythonSource) -> Iterator[CheckFinding]:
         facts = amp_facts(src)
         updates: dict[str, list[ast.Call]] = defaultdict(list)
+        in_scope: dict[tuple[str, ast.AST], list[ast.Call]] = defaultdict(list)
         for call, key in facts.calls_on_scaler(src, "update"):
             updates[key].append(call)
-        backwards = [c for c in src.calls
-                     if isinstance(c.func, ast.Attribute) and c.func.attr == "backward"]
+            in_scope[key, src.scopes[call]].append(call)
+        backward_loops = _loops_with_backward(src)
         for call, key in facts.calls_on_scaler(src, "step"):
             if not call.args:
                 continue
             scope = src.scopes[call]
-            local = [u for u in updates[key] if src.scopes[u] is scope]
-            anchor, loop = _training_loop(src, call, backwards)
+            local = in_scope.get((key, scope), [])
+            anchor, loop = _training_loop(src, call, backward_loops)
             if updates[key] and (not local or loop is None or
                                  any(src.inside(u, loop) for u in local)):
                 continue
@@ -88,13 +89,25 @@ class ScalerStepWithoutUpdate(Check):
             yield self.finding(src.range(call), message, fix)
 
 
-def _training_loop(src: PythonSource, call: ast.Call, backwards: list[ast.Call]
+def _loops_with_backward(src: PythonSource) -> set[ast.AST]:
+    """Every loop that runs a `.backward()` somewhere inside it (in the same function)."""
+    loops: set[ast.AST] = set()
+    for call in src.calls:
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "backward":
+            loop = src.loop_of(call)
+            while loop is not None and loop not in loops:
+                loops.add(loop)
+                loop = src.loop_of(loop)
+    return loops
+
+
+def _training_loop(src: PythonSource, call: ast.Call, backward_loops: set[ast.AST]
                    ) -> tuple[ast.stmt, ast.For | ast.AsyncFor | ast.While | None]:
     """The loop around the step that also runs a backward pass (a loop over optimizers is
     not it), and the statement in it that holds the step, where an update belongs after."""
     anchor: ast.stmt = src.statement(call)
     loop = src.loop_of(call)
-    while loop is not None and not any(src.inside(b, loop) for b in backwards):
+    while loop is not None and loop not in backward_loops:
         anchor, loop = loop, src.loop_of(loop)
     return anchor, loop
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from trainmedic.checks.amp import amp_facts, scaler_argument, scaler_enabled
 from trainmedic.checks.findings import CheckFinding, TextEdit
 from trainmedic.checks.protocol import Check
-from trainmedic.checks.sources.config import ConfigDocument, is_true
+from trainmedic.checks.sources.config import ConfigDocument, bf16_in_fp16_block, is_true
 from trainmedic.checks.sources.python import PythonSource, keyword, literal
 from trainmedic.checks.sources.shell import ShellScript
 
@@ -37,8 +37,9 @@ class StaticLossScale(Check):
     ## What it does
     Finds loss scales that cannot adapt: a `GradScaler` with `growth_factor=1.0` (never
     grows), `backoff_factor=1.0` (never backs off) or a `growth_interval` of a million steps
-    or more; a DeepSpeed config with fp16 enabled and `"loss_scale"` above 0; a Megatron-LM
-    launch command with `--loss-scale N`.
+    or more; a DeepSpeed config with fp16 enabled and `"loss_scale"` above 0 (not a GPT-NeoX
+    fp16 block with `"type": "bfloat16"`, which trains in bf16 without a loss scale); a
+    Megatron-LM launch command with `--loss-scale N`.
 
     ## Why is this bad?
     The right scale depends on the model and drifts during training. A scale fixed too high
@@ -88,7 +89,7 @@ class StaticLossScale(Check):
         for root in doc.roots:
             for node in root.walk():
                 fp16 = node.get("fp16") if node.is_mapping else None
-                if fp16 is None or not fp16.is_mapping:
+                if fp16 is None or not fp16.is_mapping or bf16_in_fp16_block(fp16):
                     continue
                 enabled = fp16.get("enabled")
                 scale = fp16.get("loss_scale")

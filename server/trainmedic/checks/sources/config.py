@@ -72,6 +72,14 @@ def is_true(node: Node | None) -> bool:
     return node is not None and node.value is True
 
 
+def bf16_in_fp16_block(block: Node | None) -> bool:
+    """GPT-NeoX's `"fp16": {"enabled": true, "type": "bfloat16"}`: its fp16 block with a
+    `type` trains in bf16 (its README: set precision "by adding "type": "bfloat16""), so
+    the block's loss-scale settings do nothing."""
+    kind = block.get("type") if block is not None and block.is_mapping else None
+    return kind is not None and str(kind.value).lower() in ("bfloat16", "bf16")
+
+
 # --- JSON ---------------------------------------------------------------------------------------
 
 class _JsonReader:

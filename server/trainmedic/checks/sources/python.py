@@ -18,6 +18,9 @@ from trainmedic.checks.findings import NEWLINES, CheckError, Position, Range, Te
 
 Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+# Nodes that bind names (assignments, loop and `with` targets, function parameters).
+_BINDS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.withitem,
+          ast.NamedExpr, ast.comprehension, ast.FunctionDef, ast.AsyncFunctionDef)
 _SKIP = frozenset({tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT,
                    tokenize.DEDENT})
 
@@ -54,6 +57,17 @@ def dotted(node: ast.expr) -> str | None:
         base = dotted(node.value)
         return f"{base}.{node.attr}" if base else None
     return None
+
+
+def reference(node: ast.expr) -> str | None:
+    """`dotted`, also through constant or plain-name subscripts: `self.scalers["gen"]`."""
+    if isinstance(node, ast.Subscript):
+        base = reference(node.value)
+        index = node.slice
+        if base and (isinstance(index, ast.Constant) or dotted(index)):
+            return f"{base}[{ast.unparse(index)}]"
+        return None
+    return dotted(node)
 
 
 def keyword(call: ast.Call, name: str) -> ast.keyword | None:
@@ -109,6 +123,7 @@ class PythonSource:
     calls: list[ast.Call] = field(default_factory=list)
     scopes: dict[ast.AST, Scope] = field(default_factory=dict)
     import_froms: list[ast.ImportFrom] = field(default_factory=list)
+    bindings: list[ast.AST] = field(default_factory=list)  # what binds names: see _BINDS
     _windows: dict[tuple[int, int], Tokens] = field(default_factory=dict)
     _names: dict[ast.expr, str | None] = field(default_factory=dict)
 
@@ -148,6 +163,8 @@ class PythonSource:
                 self.import_froms.append(node)
                 for alias in node.names:
                     self.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, _BINDS):
+                self.bindings.append(node)
         self.calls.sort(key=lambda c: (c.lineno, c.col_offset))
         self.import_froms.sort(key=lambda s: s.lineno)
 
@@ -170,6 +187,21 @@ class PythonSource:
     def calls_to(self, names: Collection[str]) -> Iterator[ast.Call]:
         return (c for c in self.calls if self.qualname(c.func) in names)
 
+    def calls_named(self, name: str) -> list[ast.Call]:
+        """Every call of a function or method called `name` (`f(...)`, `obj.f(...)`)."""
+        return self._calls_by_name.get(name, [])
+
+    @cached_property
+    def _calls_by_name(self) -> dict[str, list[ast.Call]]:
+        found: dict[str, list[ast.Call]] = {}
+        for call in self.calls:
+            func = call.func
+            name = func.id if isinstance(func, ast.Name) else \
+                func.attr if isinstance(func, ast.Attribute) else None
+            if name:
+                found.setdefault(name, []).append(call)
+        return found
+
     def alias_of(self, module: str) -> str | None:
         """The local name bound to `module` (`torch`, or `T` after `import torch as T`)."""
         return next((name for name, target in self.imports.items() if target == module), None)
@@ -181,6 +213,14 @@ class PythonSource:
             node = self.parents[node]
         return node
 
+    def scope_of(self, node: ast.AST) -> Scope:
+        """The function whose body holds `node`, or the module."""
+        while node in self.parents:
+            node = self.parents[node]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                return node
+        return self.tree
+
     def loop_of(self, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
         """The innermost loop around `node` within its function."""
         while node in self.parents:
@@ -190,6 +230,25 @@ class PythonSource:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
                 return None
         return None
+
+    def in_fallback(self, node: ast.AST) -> bool:
+        """`node` is compatibility code for another library version: in a `try` that
+        catches ImportError or AttributeError (body or handler), under an `if` that tests
+        `hasattr(...)` or a `__version__`, or after such an `if` that returns."""
+        while node in self.parents:
+            parent = self.parents[node]
+            if isinstance(parent, ast.Try) and any(_catches_missing(h) for h in
+                                                   parent.handlers):
+                return True
+            if isinstance(parent, ast.If) and node is not parent.test and \
+                    _version_test(parent.test):
+                return True
+            if isinstance(node, ast.stmt) and _after_version_return(parent, node):
+                return True
+            if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                return False
+            node = parent
+        return False
 
     @staticmethod
     def inside(node: ast.expr | ast.stmt, outer: ast.stmt) -> bool:
@@ -366,6 +425,41 @@ class PythonSource:
     def delete_lines(self, stmt: ast.stmt) -> TextEdit:
         start, end = self.start(stmt).line, self.end(stmt).line
         return TextEdit(Range(Position(start, 0), Position(end + 1, 0)), "")
+
+
+_MISSING = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError"})
+
+
+def _catches_missing(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(k, ast.Name) and k.id in _MISSING for k in kinds if k is not None)
+
+
+MAX_SIBLINGS = 50  # how far back a block is searched for an early-returning version test
+
+
+def _after_version_return(parent: ast.AST, stmt: ast.stmt) -> bool:
+    """`stmt` follows `if hasattr(torch, "new"): return new()` in its block."""
+    block = next((b for b in (getattr(parent, f, None) for f in ("body", "orelse"))
+                  if isinstance(b, list) and stmt in b), None)
+    if block is None:
+        return False
+    index = block.index(stmt)
+    return any(isinstance(s, ast.If) and _version_test(s.test) and s.body and
+               isinstance(s.body[-1], ast.Return | ast.Raise)
+               for s in block[max(index - MAX_SIBLINGS, 0):index])
+
+
+def _version_test(test: ast.expr) -> bool:
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "hasattr":
+            return True
+        if isinstance(node, ast.Attribute) and node.attr == "__version__":
+            return True
+        if isinstance(node, ast.Name) and "version" in node.id.lower():
+            return True
+    return False
 
 
 def _indent(line: str) -> str:
