@@ -25,7 +25,7 @@ from typing import Any
 
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.logs.tracebacks import MARKERS
-from trainmedic.matching.python import Found, Matcher
+from trainmedic.matching.python import Found, Matcher, signal_patterns
 from trainmedic.metrics.samples import SIGNALS
 from trainmedic.model import Hit
 
@@ -101,14 +101,20 @@ class HyperscanMatcher(Matcher):
         import hyperscan
 
         super().__init__(catalogue)
-        self._signal_names = list(SIGNALS)
-        expressions = [p.fingerprint.pattern for p in self.patterns] + list(SIGNALS.values())
+        signals = signal_patterns(catalogue)
+        self._signal_names = list(signals)
+        expressions = [p.fingerprint.pattern for p in self.patterns] + list(signals.values())
         expressions += [re.escape(marker) for marker in MARKERS]
         flags = [hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE
                  | hyperscan.HS_FLAG_ALLOWEMPTY
                  | (hyperscan.HS_FLAG_CASELESS if p.fingerprint.ignore_case else 0)
                  for p in self.patterns]
-        flags += [hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH] * len(SIGNALS)
+        # Rules' metric patterns may hold lookarounds: prefiltered, then confirmed by `re`.
+        self._prefiltered = {name: re.compile(pattern, re.MULTILINE)
+                             for name, pattern in signals.items() if name not in SIGNALS}
+        flags += [hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH
+                  | (hyperscan.HS_FLAG_PREFILTER if name in self._prefiltered else 0)
+                  for name in signals]
         flags += [0] * len(MARKERS)
         self._database = _database([e.encode() for e in expressions], flags)
         self._local = threading.local()  # a scan needs scratch space of its own per thread
@@ -134,6 +140,8 @@ class HyperscanMatcher(Matcher):
             scratch = self._local.scratch = hyperscan.Scratch(self._database)
         self._database.scan(data, match_event_handler=found, scratch=scratch)
         hits, marks = self._confirmed(text, data, candidates)
+        signals -= {name for name in signals & self._prefiltered.keys()
+                    if not self._prefiltered[name].search(text)}
         return Found(hits, frozenset(signals), marks)
 
     def _confirmed(self, text: str, data: bytes, candidates: set[tuple[int, int]],

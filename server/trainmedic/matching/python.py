@@ -6,6 +6,7 @@ tested through shared anchors, so a quiet chunk costs a few dozen substring sear
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import NamedTuple
@@ -14,7 +15,7 @@ from trainmedic.catalogue.regex_safety import required_literals
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.launcher import LAUNCHER, PATTERNS
 from trainmedic.logs.tracebacks import MARKERS
-from trainmedic.metrics.samples import SIGNAL_REGEXES, SIGNALS
+from trainmedic.metrics.samples import SIGNAL_REACH, SIGNAL_WORDS, SIGNALS, metric_signal
 from trainmedic.model import Hit
 
 
@@ -61,6 +62,24 @@ def _anchors(literals: list[str]) -> tuple[list[tuple[str, list[str]]], list[str
     return groups, left
 
 
+def signal_patterns(catalogue: Catalogue) -> dict[str, str]:
+    """Every signal a matcher reports, by name: the metric sampler's SIGNALS, and each rule's
+    metric pattern (so the sampler runs one only on chunks where it can match)."""
+    return {**SIGNALS, **{metric_signal(pattern): pattern for rule in catalogue.rules
+                          for pattern in rule.metric_patterns}}
+
+
+def _near(regex: re.Pattern[str], text: str, words: tuple[str, ...]) -> bool:
+    """Whether `regex` matches ending at one of `words`, searched only around them."""
+    for word in words:
+        position = text.find(word)
+        while position >= 0:
+            if regex.search(text, max(0, position - SIGNAL_REACH), position + len(word) + 1):
+                return True
+            position = text.find(word, position + len(word))
+    return False
+
+
 class Matcher:
     """Every fingerprint of a catalogue, scanned over a chunk of text (pure-Python backend).
 
@@ -87,8 +106,10 @@ class Matcher:
             for literal in pattern.literals or ():
                 self._by_literal.setdefault(literal, []).append(pattern)
         self._groups, self._singles = _anchors(list(self._by_literal))
-        self._signals = [(name, required_literals(SIGNALS[name], False), regex)
-                         for name, regex in SIGNAL_REGEXES.items()]
+        self._signals = [
+            (name, required_literals(pattern, False), SIGNAL_WORDS.get(name),
+             re.compile(pattern, re.MULTILINE))
+            for name, pattern in signal_patterns(catalogue).items()]
 
     def caseless(self) -> Matcher:
         """These patterns blind to case, for text whose case was changed by hand (pure Python:
@@ -111,10 +132,11 @@ class Matcher:
             yield from self._confirm(pattern, text)
 
     def signals(self, text: str) -> frozenset[str]:
-        """Which of the metric sampler's SIGNALS `text` holds."""
-        return frozenset(name for name, literals, regex in self._signals
-                         if (literals is None or any(lit in text for lit in literals))
-                         and regex.search(text))
+        """Which of the metric sampler's SIGNALS (and rules' metric patterns) `text` holds."""
+        return frozenset(name for name, literals, words, regex in self._signals
+                         if (_near(regex, text, words) if words is not None else
+                             (literals is None or any(lit in text for lit in literals))
+                             and regex.search(text)))
 
     def marks(self, text: str) -> list[int]:
         """Where the lines that open a traceback, or chain one to the next, start."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainmedic.logs.prefixes import parse_rank
 from trainmedic.logs.reader import MAX_LINE_CHARS, Chunk, LineCounter
@@ -24,17 +24,32 @@ METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 _TRIGGER = re.compile(r"(?i:loss|grad[_ ]norm)")
 # Chunk-wide signals the sampler acts on; a matcher reports which a chunk holds, in the same pass
 # as its fingerprints. A non-finite or zero loss makes a chunk worth reading in full; loss-scale
-# changes and skipped steps are rare and exact, so their lines are always read.
+# changes and skipped steps are rare and exact, so their lines are always read. A non-finite
+# value counts only where a metric is printed (after `:`/`=` or the word loss): Megatron-LM's
+# every step line says "number of nan iterations:   0", which is no NaN at all.
 SIGNALS = {
-    "non-finite": r"\b(?:nan|NaN|inf|Inf)\b",
+    "non-finite": r"(?:[:=]|(?i:loss))\s{0,3}[-+]?(?:nan|NaN|inf|Inf)\b",
     "zero-loss": r"loss['\"]?\s{0,3}[:=]\s{0,3}0(?:\.0*)?(?:[^\w.]|$)",
     "scale": r"cale|Skipping",
 }
+# The words every match of a signal ends with (where a signal has no required literal): the
+# pure-Python matcher looks for the signal only around them.
+SIGNAL_WORDS = {"non-finite": ("nan", "NaN", "inf", "Inf")}
+SIGNAL_REACH = 12  # characters a signal's match may run before its word
 SIGNAL_REGEXES = {name: re.compile(pattern, re.MULTILINE) for name, pattern in SIGNALS.items()}
-_SCALE_LINE = re.compile(r"scale|Skipping step")
+# What a scale line says of the scale and the skipped steps: a line saying the same as the
+# scale line before it adds nothing to the scale detectors but one more sample.
+_SCALE_SAYS = re.compile(r"(?:scale|skipped iterations)\W{0,6}([-+0-9.eE]{1,30}|nan|inf)")
+_OVERFLOW_WORDS = ("Skipping", "OVERFLOW", "overflow")
 NOTABLE_CONTEXT = 1 << 15
 SAMPLES_PER_CHUNK = 32
 SHORT_CHUNK_CHARS = 1 << 16
+
+
+def metric_signal(pattern: str) -> str:
+    """The signal a matcher reports for a chunk where a rule's metric pattern may match."""
+    return "metric:" + pattern
+
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
 _PAIR = re.compile(
@@ -63,12 +78,14 @@ _KEYS = {
 
 @dataclass(frozen=True)
 class Sample:
-    """One line's metric values; `overflow` marks a step skipped for inf/NaN gradients."""
+    """One line's metric values; `overflow` marks a step skipped for inf/NaN gradients;
+    `repeats` counts the scale lines after it that said the same and were not read."""
 
     values: tuple[tuple[str, float], ...]
     step: int | None = None
     overflow: bool = False
     skipped: int = 0
+    repeats: int = 0
 
     def get(self, name: str) -> float | None:
         for key, value in self.values:  # a handful of pairs: a scan beats building a dict
@@ -152,6 +169,38 @@ def _one_per_slot(text: str, slot: int) -> list[int]:
     return found
 
 
+def _found(text: str, word: str) -> Iterator[int]:
+    """Where `word` occurs in `text` (a plain substring search: far quicker than a regex)."""
+    position = text.find(word)
+    while position >= 0:
+        yield position
+        position = text.find(word, position + len(word))
+
+
+def _scale_lines(text: str, every: bool, read: set[int]) -> dict[int, int]:
+    """Where the lines reporting a loss scale or a skipped step start, each with the number of
+    lines after it that said the same and are not read: all of them (`every`), or those read
+    anyway (starting at `read`) and those that say something the scale line before them did
+    not (another scale, another count of skipped steps, an overflow)."""
+    found = sorted({*_found(text, "scale"), *_found(text, "Skipping step")})
+    kept: dict[int, int] = {}
+    said, end, last = None, -1, -1
+    for position in found:
+        if position <= end:
+            continue
+        start, end = text.rfind("\n", 0, position) + 1, text.find("\n", position)
+        line = text[start:end]
+        says = None if every else _SCALE_SAYS.findall(line)
+        if every or start in read or says != said or last < 0 or \
+                any(word in line for word in _OVERFLOW_WORDS):
+            kept[start] = 0
+            last = start
+        else:
+            kept[last] += 1
+        said = says
+    return kept
+
+
 def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
                  extra: Sequence[re.Pattern[str]] = ()) -> Iterator[tuple[Sample, Line]]:
     """The samples of one chunk holding `signals`, with their lines numbered by `lines` (rank
@@ -162,12 +211,14 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
     plotted series and the trend detectors. Where a loss or norm is non-finite or zero, every
     metric line within NOTABLE_CONTEXT characters is read too, so each rank's samples before
     and after it are seen (every rank prints in every stretch of a log). Lines that report a
-    loss scale or a skipped step are always read: they are rare, and the scale detectors need
-    every one. A log of a billion steps thus costs no parse per line.
+    loss scale or a skipped step are read where they change: a new scale, a skipped step, an
+    overflow (the scale detectors need every change, and Megatron-LM prints the scale on every
+    step line). A rule's own metric pattern is tried only on chunks where the matcher saw it.
+    A log of a billion steps thus costs no parse per line.
     """
     text = chunk.text
-    triggers = _one_per_slot(text, 1 if len(text) < SHORT_CHUNK_CHARS else
-                             len(text) // SAMPLES_PER_CHUNK)
+    short = len(text) < SHORT_CHUNK_CHARS
+    triggers = _one_per_slot(text, 1 if short else len(text) // SAMPLES_PER_CHUNK)
     notable = [m.start() for name in ("non-finite", "zero-loss") if name in signals
                for m in SIGNAL_REGEXES[name].finditer(text)]
     start, end = 0, 0
@@ -177,10 +228,13 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
             start = max(0, position - NOTABLE_CONTEXT)
         end = position + NOTABLE_CONTEXT
     triggers.extend(m.start() for m in _TRIGGER.finditer(text, start, end))
-    if "scale" in signals:
-        triggers.extend(m.start() for m in _SCALE_LINE.finditer(text))
+    extra = [p for p in extra if metric_signal(p.pattern) in signals]
     if extra:
         triggers.extend(m.start() for p in extra for m in p.finditer(text))
+    repeats: dict[int, int] = {}
+    if "scale" in signals:
+        repeats = _scale_lines(text, short, {text.rfind("\n", 0, t) + 1 for t in triggers})
+        triggers.extend(repeats)
     triggers = sorted(set(triggers))
     end = -1
     for position in triggers:
@@ -193,4 +247,6 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
         sample = parse_sample(body, extra)
         if sample is None:
             continue
+        if repeats.get(start):
+            sample = replace(sample, repeats=repeats[start])
         yield sample, Line(chunk.path, number, text[start:end][:MAX_LINE_CHARS], rank)
