@@ -15,7 +15,7 @@ from trainmedic.catalogue.regex_safety import required_literals
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.launcher import LAUNCHER, PATTERNS
 from trainmedic.logs.tracebacks import MARKERS
-from trainmedic.metrics.samples import SIGNAL_REACH, SIGNAL_WORDS, SIGNALS, metric_signal
+from trainmedic.metrics.samples import SIGNAL_WORDS, SIGNALS, metric_signal, signal_matches
 from trainmedic.model import Hit
 
 
@@ -25,6 +25,7 @@ class Found(NamedTuple):
     hits: list[tuple[int, Hit]]  # (offset, hit), in no particular order
     signals: frozenset[str]  # the metric sampler's SIGNALS present
     marks: list[int]  # line starts of traceback headers and chain markers, in order
+    metric_lines: list[int]  # line starts where a rule's metric pattern matches, in order
 
 
 @dataclass(frozen=True)
@@ -69,15 +70,13 @@ def signal_patterns(catalogue: Catalogue) -> dict[str, str]:
                           for pattern in rule.metric_patterns}}
 
 
-def _near(regex: re.Pattern[str], text: str, words: tuple[str, ...]) -> bool:
-    """Whether `regex` matches ending at one of `words`, searched only around them."""
-    for word in words:
-        position = text.find(word)
-        while position >= 0:
-            if regex.search(text, max(0, position - SIGNAL_REACH), position + len(word) + 1):
-                return True
-            position = text.find(word, position + len(word))
-    return False
+def _holds(text: str, literals: tuple[str, ...] | None, words: tuple[str, ...] | None,
+           regex: re.Pattern[str]) -> bool:
+    """Whether a signal's regex matches `text`: around its words, or where its literals are."""
+    if words is not None:
+        return bool(signal_matches(regex, text, words, first_only=True))
+    return (literals is None or any(lit in text for lit in literals)) and \
+        regex.search(text) is not None
 
 
 class Matcher:
@@ -110,6 +109,9 @@ class Matcher:
             (name, required_literals(pattern, False), SIGNAL_WORDS.get(name),
              re.compile(pattern, re.MULTILINE))
             for name, pattern in signal_patterns(catalogue).items()]
+        self._metric_patterns = [(name, literals, regex)
+                                 for name, literals, _, regex in self._signals
+                                 if name not in SIGNALS]
 
     def caseless(self) -> Matcher:
         """These patterns blind to case, for text whose case was changed by hand (pure Python:
@@ -134,9 +136,7 @@ class Matcher:
     def signals(self, text: str) -> frozenset[str]:
         """Which of the metric sampler's SIGNALS (and rules' metric patterns) `text` holds."""
         return frozenset(name for name, literals, words, regex in self._signals
-                         if (_near(regex, text, words) if words is not None else
-                             (literals is None or any(lit in text for lit in literals))
-                             and regex.search(text)))
+                         if _holds(text, literals, words, regex))
 
     def marks(self, text: str) -> list[int]:
         """Where the lines that open a traceback, or chain one to the next, start."""
@@ -150,7 +150,18 @@ class Matcher:
 
     def find(self, text: str) -> Found:
         """Everything the scan of a chunk looks for (a native backend finds it in one pass)."""
-        return Found(list(self.scan(text)), self.signals(text), self.marks(text))
+        lines: dict[int, None] = {}  # where a rule's metric pattern matches, by line start
+        metric_signals = set()
+        for name, literals, regex in self._metric_patterns:
+            if literals is not None and not any(lit in text for lit in literals):
+                continue
+            for match in regex.finditer(text):
+                metric_signals.add(name)
+                lines[text.rfind("\n", 0, match.start()) + 1] = None
+        signals = frozenset(name for name, literals, words, regex in self._signals
+                            if name in SIGNALS and _holds(text, literals, words, regex))
+        return Found(list(self.scan(text)), signals | metric_signals, self.marks(text),
+                     sorted(lines))
 
     @staticmethod
     def _confirm(pattern: _Pattern, text: str) -> Iterator[tuple[int, Hit]]:

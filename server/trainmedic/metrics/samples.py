@@ -32,15 +32,15 @@ SIGNALS = {
     "zero-loss": r"loss['\"]?\s{0,3}[:=]\s{0,3}0(?:\.0*)?(?:[^\w.]|$)",
     "scale": r"cale|Skipping",
 }
-# The words every match of a signal ends with (where a signal has no required literal): the
-# pure-Python matcher looks for the signal only around them.
+# The words every match of a signal ends with (where a signal has no required literal): Python's
+# `re` looks for the signal only around them, far quicker than over the whole text.
 SIGNAL_WORDS = {"non-finite": ("nan", "NaN", "inf", "Inf")}
 SIGNAL_REACH = 12  # characters a signal's match may run before its word
 SIGNAL_REGEXES = {name: re.compile(pattern, re.MULTILINE) for name, pattern in SIGNALS.items()}
-# What a scale line says of the scale and the skipped steps: a line saying the same as the
-# scale line before it adds nothing to the scale detectors but one more sample.
-_SCALE_SAYS = re.compile(r"(?:scale|skipped iterations)\W{0,6}([-+0-9.eE]{1,30}|nan|inf)")
-_OVERFLOW_WORDS = ("Skipping", "OVERFLOW", "overflow")
+# What a scale line says: the characters after the word "scale" (or "skipped iterations"), the
+# value and a little more. A line saying what the scale line before it said adds nothing to the
+# scale detectors but one more sample.
+_SAYS_CHARS = 24
 NOTABLE_CONTEXT = 1 << 15
 SAMPLES_PER_CHUNK = 32
 SHORT_CHUNK_CHARS = 1 << 16
@@ -169,6 +169,20 @@ def _one_per_slot(text: str, slot: int) -> list[int]:
     return found
 
 
+def signal_matches(regex: re.Pattern[str], text: str, words: tuple[str, ...],
+                   first_only: bool = False) -> list[int]:
+    """Where `regex` matches, ending at one of `words`, searched only around them."""
+    found = []
+    for word in words:
+        for position in _found(text, word):
+            match = regex.search(text, max(0, position - SIGNAL_REACH), position + len(word) + 1)
+            if match is not None:
+                found.append(match.start())
+                if first_only:
+                    return found
+    return found
+
+
 def _found(text: str, word: str) -> Iterator[int]:
     """Where `word` occurs in `text` (a plain substring search: far quicker than a regex)."""
     position = text.find(word)
@@ -180,19 +194,19 @@ def _found(text: str, word: str) -> Iterator[int]:
 def _scale_lines(text: str, every: bool, read: set[int]) -> dict[int, int]:
     """Where the lines reporting a loss scale or a skipped step start, each with the number of
     lines after it that said the same and are not read: all of them (`every`), or those read
-    anyway (starting at `read`) and those that say something the scale line before them did
-    not (another scale, another count of skipped steps, an overflow)."""
-    found = sorted({*_found(text, "scale"), *_found(text, "Skipping step")})
+    anyway (starting at `read`), those of a skipped step, and those that say something the
+    scale line before them did not (another scale, another count of skipped steps)."""
+    skipping = set(_found(text, "Skipping step"))
     kept: dict[int, int] = {}
-    said, end, last = None, -1, -1
-    for position in found:
+    said, end, last = "", -1, -1
+    for position in sorted({*_found(text, "scale"), *skipping}):
         if position <= end:
             continue
         start, end = text.rfind("\n", 0, position) + 1, text.find("\n", position)
-        line = text[start:end]
-        says = None if every else _SCALE_SAYS.findall(line)
-        if every or start in read or says != said or last < 0 or \
-                any(word in line for word in _OVERFLOW_WORDS):
+        says = text[position:position + _SAYS_CHARS]
+        if (skipped := text.find("skipped iterations", position, end)) >= 0:
+            says += text[skipped:skipped + _SAYS_CHARS]
+        if every or last < 0 or says != said or start in read or position in skipping:
             kept[start] = 0
             last = start
         else:
@@ -202,9 +216,10 @@ def _scale_lines(text: str, every: bool, read: set[int]) -> dict[int, int]:
 
 
 def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
-                 extra: Sequence[re.Pattern[str]] = ()) -> Iterator[tuple[Sample, Line]]:
+                 extra: Sequence[re.Pattern[str]] = (),
+                 metric_lines: Sequence[int] = ()) -> Iterator[tuple[Sample, Line]]:
     """The samples of one chunk holding `signals`, with their lines numbered by `lines` (rank
-    set, no timestamp).
+    set, no timestamp); `metric_lines` are where the matcher saw one of the `extra` patterns.
 
     A chunk shorter than SHORT_CHUNK_CHARS is read line by line. A longer one is cut into
     SAMPLES_PER_CHUNK equal slots and the first metric line of each is read: plenty for the
@@ -213,14 +228,17 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
     and after it are seen (every rank prints in every stretch of a log). Lines that report a
     loss scale or a skipped step are read where they change: a new scale, a skipped step, an
     overflow (the scale detectors need every change, and Megatron-LM prints the scale on every
-    step line). A rule's own metric pattern is tried only on chunks where the matcher saw it.
+    step line). A rule's own metric pattern is tried only on the lines where the matcher saw it.
     A log of a billion steps thus costs no parse per line.
     """
     text = chunk.text
     short = len(text) < SHORT_CHUNK_CHARS
     triggers = _one_per_slot(text, 1 if short else len(text) // SAMPLES_PER_CHUNK)
-    notable = [m.start() for name in ("non-finite", "zero-loss") if name in signals
-               for m in SIGNAL_REGEXES[name].finditer(text)]
+    notable = [position for name in ("non-finite", "zero-loss") if name in signals
+               for position in (
+                   signal_matches(SIGNAL_REGEXES[name], text, SIGNAL_WORDS[name])
+                   if name in SIGNAL_WORDS else
+                   (m.start() for m in SIGNAL_REGEXES[name].finditer(text)))]
     start, end = 0, 0
     for position in sorted(notable):
         if position - NOTABLE_CONTEXT > end:  # a new stretch: read the one before
@@ -229,8 +247,7 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
         end = position + NOTABLE_CONTEXT
     triggers.extend(m.start() for m in _TRIGGER.finditer(text, start, end))
     extra = [p for p in extra if metric_signal(p.pattern) in signals]
-    if extra:
-        triggers.extend(m.start() for p in extra for m in p.finditer(text))
+    triggers.extend(metric_lines)
     repeats: dict[int, int] = {}
     if "scale" in signals:
         repeats = _scale_lines(text, short, {text.rfind("\n", 0, t) + 1 for t in triggers})
