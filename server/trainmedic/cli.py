@@ -440,7 +440,13 @@ def _add_rules(commands: argparse._SubParsersAction[_Parser],
     validate.set_defaults(func=cmd_rules_validate)
 
 
-def _add_probe(commands: argparse._SubParsersAction[_Parser]) -> None:
+def _add_probe(commands: argparse._SubParsersAction[_Parser], full: bool) -> None:
+    """The probe command; only `full` lists the probes (importing them all takes a while, and
+    other commands do not need them)."""
+    if not full:
+        probe = commands.add_parser("probe", help="run a verification probe on this machine")
+        probe.add_argument("rest", nargs=argparse.REMAINDER)
+        return
     from trainmedic.probes import PROBES
 
     probe = commands.add_parser(
@@ -495,7 +501,7 @@ def _add_mcp(commands: argparse._SubParsersAction[_Parser],
     mcp.set_defaults(func=cmd_mcp)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(probes: bool = True) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="trainmedic",
         description="Diagnose failed ML training runs from their logs, locally.",
@@ -509,7 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_diagnose(commands, rules_option)
     _add_watch(commands, rules_option)
     _add_rules(commands, rules_option)
-    _add_probe(commands)
+    _add_probe(commands, probes)
     _add_check_and_lsp(commands)
     _add_mcp(commands, rules_option)
     return parser
@@ -521,7 +527,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from trainmedic.logs.inputs import InputError
     from trainmedic.matching.choice import BackendError
 
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(probes="probe" in argv).parse_args(argv)
     try:
         return int(args.func(args))
     except (InputError, WorkerError) as error:

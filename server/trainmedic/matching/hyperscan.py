@@ -19,7 +19,6 @@ import platform
 import re
 import threading
 from collections.abc import Iterator
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +67,8 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
     """
     import hyperscan
 
-    key = hashlib.sha256(repr((version("hyperscan"), platform.machine(), expressions,
+    release = getattr(hyperscan, "__version__", "")  # not importlib.metadata: slow to import
+    key = hashlib.sha256(repr((release, platform.machine(), expressions,
                                flags)).encode()).hexdigest()[:32]
     try:
         cached = cache_folder() / f"hyperscan-{key}.db"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import NamedTuple
 
 from trainmedic.catalogue.regex_safety import required_literals
@@ -32,7 +33,19 @@ class Found(NamedTuple):
 class _Pattern:
     rule_id: str
     fingerprint: Fingerprint
-    literals: tuple[str, ...] | None
+
+    @cached_property
+    def literals(self) -> tuple[str, ...] | None:
+        return required_literals(self.fingerprint.pattern, self.fingerprint.ignore_case)
+
+
+class _Index(NamedTuple):
+    """The patterns by their required literals, grouped under shared anchors."""
+
+    always: list[_Pattern]  # no literal: they run on every text
+    by_literal: dict[str, list[_Pattern]]
+    groups: list[tuple[str, list[str]]]
+    singles: list[str]
 
 
 ANCHOR_LENGTH = 4
@@ -95,16 +108,7 @@ class Matcher:
         rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
         if caseless:
             rules = ((rule_id, replace(fp, ignore_case=True)) for rule_id, fp in rules)
-        self.patterns = tuple(
-            _Pattern(rule_id, fp, required_literals(fp.pattern, fp.ignore_case))
-            for rule_id, fp in (*rules, *launcher)
-        )
-        self._always = [p for p in self.patterns if p.literals is None]
-        self._by_literal: dict[str, list[_Pattern]] = {}
-        for pattern in self.patterns:
-            for literal in pattern.literals or ():
-                self._by_literal.setdefault(literal, []).append(pattern)
-        self._groups, self._singles = _anchors(list(self._by_literal))
+        self.patterns = tuple(_Pattern(rule_id, fp) for rule_id, fp in (*rules, *launcher))
         self._signals = [
             (name, required_literals(pattern, False), SIGNAL_WORDS.get(name),
              re.compile(pattern, re.MULTILINE))
@@ -120,13 +124,26 @@ class Matcher:
             self._caseless = Matcher(self.catalogue, caseless=True)
         return self._caseless
 
+    @cached_property
+    def _index(self) -> _Index:
+        """Built when first scanned with (a native backend only confirms its candidates, so
+        its start skips this)."""
+        by_literal: dict[str, list[_Pattern]] = {}
+        for pattern in self.patterns:
+            for literal in pattern.literals or ():
+                by_literal.setdefault(literal, []).append(pattern)
+        groups, singles = _anchors(list(by_literal))
+        return _Index([p for p in self.patterns if p.literals is None], by_literal, groups,
+                      singles)
+
     def _candidates(self, text: str) -> list[_Pattern]:
-        present = [lit for lit in self._singles if lit in text]
-        for anchor, literals in self._groups:
+        index = self._index
+        present = [lit for lit in index.singles if lit in text]
+        for anchor, literals in index.groups:
             if anchor in text:
                 present.extend(lit for lit in literals if lit in text)
-        chosen = {id(p): p for lit in present for p in self._by_literal[lit]}
-        return [*self._always, *chosen.values()]
+        chosen = {id(p): p for lit in present for p in index.by_literal[lit]}
+        return [*index.always, *chosen.values()]
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
         """(offset, hit) for every match in `text`, in no particular order."""
