@@ -163,7 +163,7 @@ def _progress(total: int) -> Callable[[int], None]:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from trainmedic.diagnosis.engine import diagnose
-    from trainmedic.events.parallel import cores, jobs_for
+    from trainmedic.events.parallel import WorkerError, cores, jobs_for
     from trainmedic.logs.inputs import expand, opened, total_size
     from trainmedic.matching.choice import matcher_for
 
@@ -186,9 +186,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"trainmedic: reading with {jobs} process{'es' if jobs > 1 else ''}",
               file=sys.stderr)
     reporting = sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES
-    with opened(files, args.max_bytes) as streams:
-        diagnosis = diagnose(streams, catalogue, matcher, jobs,
-                             _progress(total) if reporting else None)
+    try:
+        with opened(files, args.max_bytes) as streams:
+            diagnosis = diagnose(streams, catalogue, matcher, jobs,
+                                 _progress(total) if reporting else None)
+    except WorkerError as error:
+        return _fail(str(error), EXIT_INPUT)
     if reporting:
         sys.stderr.write("\r\x1b[K")
     for warning in streams.warnings:
@@ -523,7 +526,6 @@ def build_parser(probes: bool = True) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from trainmedic.catalogue.rules import RuleError
-    from trainmedic.events.parallel import WorkerError
     from trainmedic.logs.inputs import InputError
     from trainmedic.matching.choice import BackendError
 
@@ -531,7 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(probes="probe" in argv).parse_args(argv)
     try:
         return int(args.func(args))
-    except (InputError, WorkerError) as error:
+    except InputError as error:
         return _fail(str(error), EXIT_INPUT)
     except RuleError as error:
         return _fail(f"invalid rule: {error}", EXIT_RULES)
