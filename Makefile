@@ -40,6 +40,7 @@ bench: $(STAMP)  ## accuracy and speed figures
 	$(BIN)/python bench/catalogue_load.py
 	$(BIN)/python bench/lsp_latency.py
 	$(BIN)/python bench/check_speed.py
+	$(BIN)/python bench/speed.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

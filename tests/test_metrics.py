@@ -14,9 +14,11 @@ from shared_files import CORPUS, MISSING, case_id, healthy_logs, need
 
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose_text
+from trainmedic.logs.reader import Chunk, LineCounter
+from trainmedic.matching.python import Matcher
 from trainmedic.metrics.detectors.base import Detector
 from trainmedic.metrics.detectors.registry import DETECTORS, detector_params
-from trainmedic.metrics.samples import Sample, parse_sample
+from trainmedic.metrics.samples import SHORT_CHUNK_CHARS, Sample, parse_sample, scan_metrics
 from trainmedic.model import Line
 
 CATALOGUE = bundled()
@@ -339,3 +341,57 @@ def test_detectors_fire_on_real_runs(case: str, detectors: set[str], first: str 
 def test_real_exploding_grad_norm_from_the_corpus() -> None:
     path = need(CORPUS / "real-b" / "041.log")
     assert {"grad-norm-growth", "grad-norm-huge"} <= fired(path.read_text("utf-8"))
+
+
+# Megatron-LM's step line (training.py, training_log); "number of nan iterations" is a count.
+MEGATRON = ("[rank{rank}]: iteration {step:8d}/  500000 | consumed samples: {samples:12d} | "
+            "lm loss: {loss} | loss scale: {scale} | grad norm: 0.753 | number of skipped "
+            "iterations: {skipped:3d} | number of nan iterations: {skipped:3d} |")
+
+
+def _megatron(steps: range, scale: str = "65536.0", loss: str = "2.667779E+00",
+              ranks: int = 8) -> str:
+    return "".join(MEGATRON.format(rank=step % ranks, step=step, samples=step * 1024,
+                                   loss=loss, scale=scale, skipped=0) + "\n" for step in steps)
+
+
+def _samples(text: str) -> list[Sample]:
+    matcher = Matcher(CATALOGUE)
+    chunk = Chunk("x.log", text, 0, len(text))
+    return [sample for sample, _ in scan_metrics(chunk, matcher.signals(text),
+                                                 LineCounter(text))]
+
+
+def test_a_count_of_nan_iterations_is_no_nan_but_a_printed_nan_loss_is() -> None:
+    quiet = _megatron(range(1, 3))
+    assert "non-finite" not in Matcher(CATALOGUE).signals(quiet)
+    assert "non-finite" in Matcher(CATALOGUE).signals(_megatron(range(1, 3), loss="nan"))
+    assert "non-finite" in Matcher(CATALOGUE).signals("{'loss': 1.2, 'grad_norm': inf}\n")
+    assert "non-finite" in Matcher(CATALOGUE).signals("step 4 loss nan\n")
+    assert "non-finite" not in Matcher(CATALOGUE).signals("Loss is NaN at step 5\n"
+                                                          "nan iterations: 0\n")
+
+
+def test_a_long_chunk_reads_the_scale_where_it_changes_and_counts_the_rest() -> None:
+    steps = range(1, 3001)  # well past SHORT_CHUNK_CHARS: sampled, not read line by line
+    text = _megatron(steps[:1500]) + _megatron(steps[1500:], scale="32768.0")
+    assert len(text) > SHORT_CHUNK_CHARS
+    samples = _samples(text)
+    assert len(samples) < len(steps) // 10
+    scales = [s for s in samples if s.get("loss_scale") is not None]
+    assert [s.get("loss_scale") for s in scales if s.repeats][:1] == [65536.0]
+    assert sum(1 + s.repeats for s in samples if s.repeats or s.step in (1, 1501)) >= 2999
+    assert 32768.0 in {s.get("loss_scale") for s in scales}
+    # overflow-rate sees every step line it was not fed as a step that did not overflow
+    overflow = DETECTORS["overflow-rate"]({})
+    for sample in samples:
+        overflow.feed(sample, Line("x.log", 0, ""))
+    assert overflow.evidence() == []
+    assert overflow.samples == len(steps)  # type: ignore[attr-defined]
+
+
+def test_a_short_chunk_reads_every_scale_line() -> None:
+    text = _megatron(range(1, 41))
+    assert len(text) < SHORT_CHUNK_CHARS
+    assert [s.step for s in _samples(text)] == list(range(1, 41))
+    assert all(s.repeats == 0 for s in _samples(text))

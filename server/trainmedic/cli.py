@@ -179,7 +179,7 @@ def _progress(total: int) -> Callable[[int], None]:
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
     from trainmedic.diagnosis.engine import diagnose
-    from trainmedic.events.parallel import cores, jobs_for
+    from trainmedic.events.parallel import WorkerError, cores, jobs_for
     from trainmedic.logs.inputs import expand, opened, total_size
     from trainmedic.matching.choice import matcher_for
 
@@ -202,9 +202,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"trainmedic: reading with {jobs} process{'es' if jobs > 1 else ''}",
               file=sys.stderr)
     reporting = sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES
-    with opened(files, args.max_bytes) as streams:
-        diagnosis = diagnose(streams, catalogue, matcher, jobs,
-                             _progress(total) if reporting else None)
+    try:
+        with opened(files, args.max_bytes) as streams:
+            diagnosis = diagnose(streams, catalogue, matcher, jobs,
+                                 _progress(total) if reporting else None)
+    except WorkerError as error:
+        return _fail(str(error), EXIT_INPUT)
     if reporting:
         sys.stderr.write("\r\x1b[K")
     for warning in streams.warnings:
@@ -454,7 +457,13 @@ def _add_rules(commands: argparse._SubParsersAction[_Parser],
     validate.set_defaults(func=cmd_rules_validate)
 
 
-def _add_probe(commands: argparse._SubParsersAction[_Parser]) -> None:
+def _add_probe(commands: argparse._SubParsersAction[_Parser], full: bool) -> None:
+    """The probe command; only `full` lists the probes (importing them all takes a while, and
+    other commands do not need them)."""
+    if not full:
+        probe = commands.add_parser("probe", help="run a verification probe on this machine")
+        probe.add_argument("rest", nargs=argparse.REMAINDER)
+        return
     from trainmedic.probes import PROBES
 
     probe = commands.add_parser(
@@ -509,7 +518,7 @@ def _add_mcp(commands: argparse._SubParsersAction[_Parser],
     mcp.set_defaults(func=cmd_mcp)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(probes: bool = True) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="trainmedic",
         description="Diagnose failed ML training runs from their logs, locally.",
@@ -523,7 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_diagnose(commands, rules_option)
     _add_watch(commands, rules_option)
     _add_rules(commands, rules_option)
-    _add_probe(commands)
+    _add_probe(commands, probes)
     _add_check_and_lsp(commands)
     _add_mcp(commands, rules_option)
     return parser
@@ -531,14 +540,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from trainmedic.catalogue.rules import RuleError
-    from trainmedic.events.parallel import WorkerError
     from trainmedic.logs.inputs import InputError
     from trainmedic.matching.choice import BackendError
 
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(probes="probe" in argv).parse_args(argv)
     try:
         return int(args.func(args))
-    except (InputError, WorkerError) as error:
+    except InputError as error:
         return _fail(str(error), EXIT_INPUT)
     except RuleError as error:
         return _fail(f"invalid rule: {error}", EXIT_RULES)

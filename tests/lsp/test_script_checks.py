@@ -179,3 +179,26 @@ async def test_script_checks_can_be_turned_off(client: LanguageClient, tmp_path:
     open_script(client, target.as_uri(), target.read_text("utf-8"), ".py")
     with pytest.raises(asyncio.TimeoutError):
         await next_diagnostics(client, target.as_uri(), timeout=min(1.0, TIMEOUT))
+
+
+@pytest.mark.asyncio
+async def test_hover_right_after_an_edit_answers_from_the_last_check(
+        client: LanguageClient, tmp_path: Path) -> None:
+    uri, text, diagnostics = await opened(client, FIXTURES / "TM105" / "positive-clip-scaled.py",
+                                          tmp_path)
+    at = diagnostics[0].range.start
+    edited = text + "\n# a comment typed at the end\n"
+    change(client, uri, edited, 2)  # the re-check is debounced: the hover comes first
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=at))
+    assert hover is not None
+    assert isinstance(hover.contents, types.MarkupContent)
+    assert hover.contents.value.startswith("**TM105**")
+    assert hover.range == diagnostics[0].range
+    # the hovered line itself edited: what was found there no longer holds, checked again
+    lines = text.splitlines(keepends=True)
+    lines[at.line] = "pass\n"
+    change(client, uri, "".join(lines), 3)
+    gone = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=at))
+    assert gone is None

@@ -17,7 +17,7 @@ import {
 import { Interpreter, describeAttempts, pathNames, resolveInterpreter } from './interpreter';
 import { probePython, pythonExtensionInterpreter, selectInterpreter } from './python';
 import { CoalescingRunner } from './serial';
-import { PathContext, SECTION, ServerSettings, Settings, interpreterCommand, readSettings, toServerSettings } from './settings';
+import { PathContext, SECTION, ServerSettings, Settings, interpreterCommand, readSettings, serverLaunch, toServerSettings } from './settings';
 
 const CLIENT_ID = 'trainmedic';
 const CLIENT_NAME = 'TrainMedic';
@@ -182,17 +182,16 @@ export class ServerManager implements vscode.Disposable {
     }
 
     private createClient(interpreter: Interpreter, settings: Settings, serverSettings: ServerSettings): LanguageClient {
-        const libs = this.bundledLibs;
-        const pythonPath = [libs, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter);
+        const { args, pythonPath } = serverLaunch(settings.importStrategy, this.bundledLibs, process.env.PYTHONPATH, path.delimiter);
         const serverOptions: ServerOptions = {
             command: interpreter.executable,
-            args: ['-m', 'trainmedic', 'lsp'],
+            args,
             options: {
                 cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? this.context.extensionPath,
                 env: { ...process.env, PYTHONPATH: pythonPath, PYTHONUTF8: '1' },
             },
         };
-        this.log.info(`Server: ${interpreter.executable} -m trainmedic lsp (PYTHONPATH=${pythonPath})`);
+        this.log.info(`Server: ${interpreter.executable} ${settings.importStrategy === 'useBundled' ? '-m trainmedic lsp' : 'trainmedic lsp from its environment'} (PYTHONPATH=${pythonPath})`);
         const clientOptions: LanguageClientOptions = {
             documentSelector: documentSelector(settings),
             outputChannel: this.log,

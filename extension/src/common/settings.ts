@@ -11,8 +11,12 @@ export const SECTION = 'trainmedic';
 export const COLLATERAL_SEVERITIES = ['information', 'hint', 'warning'] as const;
 export type CollateralSeverity = (typeof COLLATERAL_SEVERITIES)[number];
 
+export const IMPORT_STRATEGIES = ['useBundled', 'fromEnvironment'] as const;
+export type ImportStrategy = (typeof IMPORT_STRATEGIES)[number];
+
 export interface Settings {
     readonly interpreter: string;
+    readonly importStrategy: ImportStrategy;
     readonly rulePacks: readonly string[];
     readonly logGlobs: readonly string[];
     readonly diagnoseOnOpen: boolean;
@@ -32,6 +36,7 @@ function contributedDefault<K extends keyof Settings>(key: K): Settings[K] {
 /** The defaults of package.json; the server's settings dataclass is tested to equal them. */
 export const DEFAULT_SETTINGS: Settings = {
     interpreter: contributedDefault('interpreter'),
+    importStrategy: contributedDefault('importStrategy'),
     rulePacks: contributedDefault('rulePacks'),
     logGlobs: contributedDefault('logGlobs'),
     diagnoseOnOpen: contributedDefault('diagnoseOnOpen'),
@@ -55,6 +60,7 @@ export interface ServerSettings {
 /** Changing any of these restarts the server, so it starts with the new values. */
 export const RESTART_ON_CHANGE: readonly string[] = [
     'interpreter',
+    'importStrategy',
     'rulePacks',
     'logGlobs',
     'diagnoseOnOpen',
@@ -85,9 +91,11 @@ export function readSettings(get: ConfigGet, report: (problem: string) => void):
     const isString = (v: unknown): v is string => typeof v === 'string';
     const isBoolean = (v: unknown): v is boolean => typeof v === 'boolean';
     const isSeverity = (v: unknown): v is CollateralSeverity => COLLATERAL_SEVERITIES.some((s) => s === v);
+    const isStrategy = (v: unknown): v is ImportStrategy => IMPORT_STRATEGIES.some((s) => s === v);
     const d = DEFAULT_SETTINGS;
     return {
         interpreter: pick('interpreter', isString, d.interpreter).trim(),
+        importStrategy: pick('importStrategy', isStrategy, d.importStrategy),
         rulePacks: pick('rulePacks', isStringArray, d.rulePacks),
         logGlobs: pick('logGlobs', isStringArray, d.logGlobs),
         diagnoseOnOpen: pick('diagnoseOnOpen', isBoolean, d.diagnoseOnOpen),
@@ -133,4 +141,24 @@ export function toServerSettings(settings: Settings, trusted: boolean, context: 
 /** The interpreter setting as a command: a bare name (`python3.11`) stays a PATH lookup, a path is expanded. */
 export function interpreterCommand(value: string, context: PathContext): string {
     return /[\\/]|^~|\$\{/.test(value) ? expandPath(value, context) : value;
+}
+
+/** How the server is started: its arguments after the interpreter and its PYTHONPATH. */
+export interface ServerLaunch {
+    readonly args: string[];
+    readonly pythonPath: string;
+}
+
+/**
+ * `useBundled` puts the bundled libraries first on PYTHONPATH. `fromEnvironment` leaves the
+ * environment's own packages first and appends the bundled ones to the end of `sys.path`, after
+ * site-packages (PYTHONPATH would go before it), so an installed `trainmedic[fast]` wins and a
+ * plain environment still has every library the server needs.
+ */
+export function serverLaunch(strategy: ImportStrategy, libs: string, inherited: string | undefined, delimiter: string): ServerLaunch {
+    if (strategy === 'useBundled') {
+        return { args: ['-m', 'trainmedic', 'lsp'], pythonPath: [libs, inherited].filter(Boolean).join(delimiter) };
+    }
+    const start = "import runpy, sys; sys.path.append(sys.argv.pop(1)); runpy.run_module('trainmedic', run_name='__main__', alter_sys=True)";
+    return { args: ['-c', start, libs, 'lsp'], pythonPath: inherited ?? '' };
 }

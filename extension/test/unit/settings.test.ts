@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import * as path from 'node:path';
-import { DEFAULT_SETTINGS, RESTART_ON_CHANGE, expandPath, interpreterCommand, readSettings, toServerSettings } from '../../src/common/settings';
+import { DEFAULT_SETTINGS, RESTART_ON_CHANGE, expandPath, interpreterCommand, readSettings, serverLaunch, toServerSettings } from '../../src/common/settings';
 
 const context = { workspaceFolder: '/ws', userHome: '/home/me' };
 
@@ -73,5 +73,20 @@ describe('settings', () => {
         assert.equal(interpreterCommand('python3.11', context), 'python3.11');
         assert.equal(interpreterCommand('.venv/bin/python', context), path.join('/ws', '.venv/bin/python'));
         assert.equal(interpreterCommand('~/miniconda/bin/python', context), '/home/me/miniconda/bin/python');
+    });
+    it('starts the server on the bundled libraries or on the environment, with the bundled ones last', () => {
+        assert.equal(DEFAULT_SETTINGS.importStrategy, 'useBundled');
+        assert.ok(RESTART_ON_CHANGE.includes('trainmedic.importStrategy'));
+        const bundled = serverLaunch('useBundled', '/ext/bundled/libs', '/mine', ':');
+        assert.deepEqual(bundled, { args: ['-m', 'trainmedic', 'lsp'], pythonPath: '/ext/bundled/libs:/mine' });
+        const environment = serverLaunch('fromEnvironment', '/ext/bundled/libs', undefined, ':');
+        assert.equal(environment.pythonPath, '');
+        assert.deepEqual(environment.args.slice(0, 1), ['-c']);
+        assert.deepEqual(environment.args.slice(2), ['/ext/bundled/libs', 'lsp']);
+        assert.match(environment.args[1] ?? '', /sys\.path\.append/);
+        const problems: string[] = [];
+        const read = readSettings((key) => (key === 'importStrategy' ? 'fromPath' : undefined), (p) => problems.push(p));
+        assert.equal(read.importStrategy, 'useBundled');
+        assert.equal(problems.length, 1);
     });
 });

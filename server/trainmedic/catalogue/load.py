@@ -16,7 +16,6 @@ from typing import Any
 
 from trainmedic.catalogue.regex_safety import check_pattern
 from trainmedic.catalogue.rules import Catalogue, Condition, Rule, RuleError
-from trainmedic.catalogue.safe_yaml import compose_and_load
 from trainmedic.metrics.detectors.registry import unknown_params
 from trainmedic.metrics.samples import METRIC_GROUPS
 
@@ -76,6 +75,8 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
                    base: Path | None = None) -> Rule:
     """Load and check one YAML rule; raises `RuleError` naming file, line and field."""
     import yaml
+
+    from trainmedic.catalogue.safe_yaml import compose_and_load
 
     file_name = str(path)
     try:

@@ -8,20 +8,20 @@ the same answer for any number of workers, whichever of them finishes first.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import stat
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
 from trainmedic.logs.formats import adapt
 from trainmedic.logs.inputs import InputError
 from trainmedic.logs.reader import CHUNK_BYTES, read_part
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over costs little
 PARALLEL_MIN_BYTES = 32 * CHUNK_BYTES  # below this, starting workers costs more than it saves
@@ -57,7 +57,7 @@ def cores() -> int:
 def jobs_for(total_bytes: int, requested: int | None) -> int:
     """How many processes to read inputs of `total_bytes` with: all cores (or `requested`) for
     big inputs, one for small ones, and one where processes cannot be forked."""
-    if requested == 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if requested == 1 or not hasattr(os, "fork"):
         return 1
     return (requested or cores()) if total_bytes >= PARALLEL_MIN_BYTES else 1
 
@@ -83,6 +83,10 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]],
         for path, stream in inputs:  # one input at a time: each may be opened lazily
             yield from scanner.scan_source(adapt(path, stream))
         return
+    import multiprocessing  # here: a small input's start never pays for these imports
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
                                initializer=_start_worker, initargs=(scanner,))
     queued: deque[Future[list[ChunkScan]]] = deque()

@@ -92,7 +92,7 @@ class Scanner:
     def scan(self, chunk: Chunk) -> ChunkScan:
         text = chunk.text
         found: dict[int, tuple[Line, list[Hit]]] = {}
-        hits, signals, marks = self.matcher.find(text)
+        hits, signals, marks, metric_lines = self.matcher.find(text)
         hits = list(dict.fromkeys([*hits, *pasted_hits(self.matcher, text)]))
         numbers = LineCounter(text)
         for offset, hit in sorted(hits, key=lambda item: item[0]):
@@ -102,7 +102,7 @@ class Scanner:
             found[number][1].append(hit)
         starts, kept = _block_lines(text, marks)
         lines = LineCounter(text)  # numbers the samples, then counts the rest of the lines
-        samples = tuple(scan_metrics(chunk, signals, lines, self.metric_patterns))
+        samples = tuple(scan_metrics(chunk, signals, lines, self.metric_patterns, metric_lines))
         return ChunkScan(
             chunk.path, chunk.size, lines.at(len(text)),
             frozenset(census(text if chunk.index == 0 else text[:CENSUS_SPAN])),

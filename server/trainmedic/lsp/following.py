@@ -15,8 +15,6 @@ import zlib
 from pygls.workspace import PositionCodec
 
 from trainmedic.catalogue.rules import Catalogue
-from trainmedic.diagnosis.engine import Diagnoser
-from trainmedic.diagnosis.watch import GrowingFile
 from trainmedic.logs.reader import Chunker
 from trainmedic.lsp.conversions import LineIndex, Published, publishable
 from trainmedic.matching.python import Matcher
@@ -30,6 +28,8 @@ class FollowedLog:
 
     def __init__(self, path: str, catalogue: Catalogue, matcher: Matcher,
                  codec: PositionCodec) -> None:
+        from trainmedic.diagnosis.watch import GrowingFile  # here: the server starts without it
+
         self.file = GrowingFile(path)  # OSError: not on disk
         self.catalogue, self.matcher, self.codec = catalogue, matcher, codec
         self.lock = threading.Lock()  # one poll at a time, and no answer from a half-read one
@@ -38,6 +38,8 @@ class FollowedLog:
         self._start()
 
     def _start(self) -> None:
+        from trainmedic.diagnosis.engine import Diagnoser
+
         path = self.file.path
         self.chunker = Chunker(path, eager=True)
         self.diagnoser = Diagnoser(self.catalogue, self.matcher)

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from trainmedic.catalogue.rules import Catalogue
-from trainmedic.diagnosis.engine import diagnose
 from trainmedic.matching.choice import matcher_for
 from trainmedic.matching.python import Matcher
 from trainmedic.model import Diagnosis
@@ -59,6 +58,8 @@ class _Watched(io.BytesIO):
 
 def _diagnose(text: str, path: str, catalogue: Catalogue, matcher: Matcher,
               cancel: threading.Event, report: Report) -> Diagnosis:
+    from trainmedic.diagnosis.engine import diagnose  # here: the server starts without it
+
     stream = _Watched(text.encode("utf-8", errors="replace"), cancel, report)
     return diagnose([(path, stream)], catalogue, matcher)
 

@@ -19,17 +19,17 @@ import platform
 import re
 import threading
 from collections.abc import Iterator
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.tracebacks import MARKERS
-from trainmedic.matching.python import Found, Matcher
+from trainmedic.matching.python import Found, Matcher, signal_patterns
 from trainmedic.metrics.samples import SIGNALS
 from trainmedic.model import Hit
 
 _MARK = 1 << 30  # the candidate index of a traceback marker's line
+_METRIC = 1 << 29  # plus its signal's index: the candidate index of a metric pattern's line
 
 
 def available() -> bool:
@@ -67,7 +67,8 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
     """
     import hyperscan
 
-    key = hashlib.sha256(repr((version("hyperscan"), platform.machine(), expressions,
+    release = getattr(hyperscan, "__version__", "")  # not importlib.metadata: slow to import
+    key = hashlib.sha256(repr((release, platform.machine(), expressions,
                                flags)).encode()).hexdigest()[:32]
     try:
         cached = cache_folder() / f"hyperscan-{key}.db"
@@ -124,11 +125,17 @@ class HyperscanMatcher(Matcher):
         import hyperscan
 
         super().__init__(catalogue)
-        self._signal_names = list(SIGNALS)
-        expressions = [p.fingerprint.pattern for p in self.patterns] + list(SIGNALS.values())
+        signals = signal_patterns(catalogue)
+        self._signal_names = list(signals)
+        expressions = [p.fingerprint.pattern for p in self.patterns] + list(signals.values())
         expressions += [re.escape(marker) for marker in MARKERS]
         flags = [_flags(p.fingerprint) for p in self.patterns]
-        flags += [hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_SINGLEMATCH] * len(SIGNALS)
+        # Rules' metric patterns may hold lookarounds: prefiltered, then confirmed by `re`.
+        self._prefiltered = {name: re.compile(pattern, re.MULTILINE)
+                             for name, pattern in signals.items() if name not in SIGNALS}
+        flags += [hyperscan.HS_FLAG_MULTILINE | (
+            hyperscan.HS_FLAG_PREFILTER if name in self._prefiltered
+            else hyperscan.HS_FLAG_SINGLEMATCH) for name in signals]
         flags += [0] * len(MARKERS)
         self._database = _database([e.encode() for e in expressions], flags)
         self._local = threading.local()  # a scan needs scratch space of its own per thread
@@ -144,24 +151,29 @@ class HyperscanMatcher(Matcher):
 
         def found(index: int, start: int, end: int, flags: int, context: Any) -> None:
             if fingerprints <= index < markers:
-                signals.add(self._signal_names[index - fingerprints])
-                return
+                name = self._signal_names[index - fingerprints]
+                if name not in self._prefiltered:
+                    signals.add(name)
+                    return
+                index = _METRIC + index - fingerprints
             line_start = data.rfind(b"\n", 0, max(end - 1, 0)) + 1
-            candidates.add((line_start, _MARK if index >= markers else index))
+            candidates.add((line_start, _MARK if index >= markers and index < _METRIC
+                            else index))
 
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = hyperscan.Scratch(self._database)
         self._database.scan(data, match_event_handler=found, scratch=scratch)
-        hits, marks = self._confirmed(text, data, candidates)
-        return Found(hits, frozenset(signals), marks)
+        hits, marks, metric_lines = self._confirmed(text, data, candidates, signals)
+        return Found(hits, frozenset(signals), marks, metric_lines)
 
     def _confirmed(self, text: str, data: bytes, candidates: set[tuple[int, int]],
-                   ) -> tuple[list[tuple[int, Hit]], list[int]]:
-        """The real matches on the candidate lines, and the marked lines, at character offsets
-        of `text`."""
+                   signals: set[str]) -> tuple[list[tuple[int, Hit]], list[int], list[int]]:
+        """The real matches on the candidate lines, the marked lines and the lines where a
+        rule's metric pattern matches (adding its signal), at character offsets of `text`."""
         hits: list[tuple[int, Hit]] = []
         marks: list[int] = []
+        metric_lines: list[int] = []
         ascii_only = len(data) == len(text)
         position, chars = 0, 0
         for line_start, index in sorted(candidates):
@@ -175,9 +187,16 @@ class HyperscanMatcher(Matcher):
                 continue
             end = text.find("\n", offset)
             line = text[offset:end if end >= 0 else len(text)]
+            if index >= _METRIC:
+                name = self._signal_names[index - _METRIC]
+                if self._prefiltered[name].search(line):
+                    signals.add(name)
+                    if not metric_lines or metric_lines[-1] != offset:
+                        metric_lines.append(offset)
+                continue
             hits.extend((offset + start, hit)
                         for start, hit in self._confirm(self.patterns[index], line))
-        return hits, marks
+        return hits, marks, metric_lines
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
         return iter(self.find(text).hits)

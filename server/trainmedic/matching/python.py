@@ -6,15 +6,17 @@ tested through shared anchors, so a quiet chunk costs a few dozen substring sear
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import NamedTuple
 
 from trainmedic.catalogue.regex_safety import required_literals
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.launcher import LAUNCHER, PATTERNS
 from trainmedic.logs.tracebacks import MARKERS
-from trainmedic.metrics.samples import SIGNAL_REGEXES, SIGNALS
+from trainmedic.metrics.samples import SIGNAL_WORDS, SIGNALS, metric_signal, signal_matches
 from trainmedic.model import Hit
 
 
@@ -24,13 +26,26 @@ class Found(NamedTuple):
     hits: list[tuple[int, Hit]]  # (offset, hit), in no particular order
     signals: frozenset[str]  # the metric sampler's SIGNALS present
     marks: list[int]  # line starts of traceback headers and chain markers, in order
+    metric_lines: list[int]  # line starts where a rule's metric pattern matches, in order
 
 
 @dataclass(frozen=True)
 class _Pattern:
     rule_id: str
     fingerprint: Fingerprint
-    literals: tuple[str, ...] | None
+
+    @cached_property
+    def literals(self) -> tuple[str, ...] | None:
+        return required_literals(self.fingerprint.pattern, self.fingerprint.ignore_case)
+
+
+class _Index(NamedTuple):
+    """The patterns by their required literals, grouped under shared anchors."""
+
+    always: list[_Pattern]  # no literal: they run on every text
+    by_literal: dict[str, list[_Pattern]]
+    groups: list[tuple[str, list[str]]]
+    singles: list[str]
 
 
 ANCHOR_LENGTH = 4
@@ -61,6 +76,22 @@ def _anchors(literals: list[str]) -> tuple[list[tuple[str, list[str]]], list[str
     return groups, left
 
 
+def signal_patterns(catalogue: Catalogue) -> dict[str, str]:
+    """Every signal a matcher reports, by name: the metric sampler's SIGNALS, and each rule's
+    metric pattern (so the sampler runs one only on chunks where it can match)."""
+    return {**SIGNALS, **{metric_signal(pattern): pattern for rule in catalogue.rules
+                          for pattern in rule.metric_patterns}}
+
+
+def _holds(text: str, literals: tuple[str, ...] | None, words: tuple[str, ...] | None,
+           regex: re.Pattern[str]) -> bool:
+    """Whether a signal's regex matches `text`: around its words, or where its literals are."""
+    if words is not None:
+        return bool(signal_matches(regex, text, words, first_only=True))
+    return (literals is None or any(lit in text for lit in literals)) and \
+        regex.search(text) is not None
+
+
 class Matcher:
     """Every fingerprint of a catalogue, scanned over a chunk of text (pure-Python backend).
 
@@ -77,18 +108,14 @@ class Matcher:
         rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
         if caseless:
             rules = ((rule_id, replace(fp, ignore_case=True)) for rule_id, fp in rules)
-        self.patterns = tuple(
-            _Pattern(rule_id, fp, required_literals(fp.pattern, fp.ignore_case))
-            for rule_id, fp in (*rules, *launcher)
-        )
-        self._always = [p for p in self.patterns if p.literals is None]
-        self._by_literal: dict[str, list[_Pattern]] = {}
-        for pattern in self.patterns:
-            for literal in pattern.literals or ():
-                self._by_literal.setdefault(literal, []).append(pattern)
-        self._groups, self._singles = _anchors(list(self._by_literal))
-        self._signals = [(name, required_literals(SIGNALS[name], False), regex)
-                         for name, regex in SIGNAL_REGEXES.items()]
+        self.patterns = tuple(_Pattern(rule_id, fp) for rule_id, fp in (*rules, *launcher))
+        self._signals = [
+            (name, required_literals(pattern, False), SIGNAL_WORDS.get(name),
+             re.compile(pattern, re.MULTILINE))
+            for name, pattern in signal_patterns(catalogue).items()]
+        self._metric_patterns = [(name, literals, regex)
+                                 for name, literals, _, regex in self._signals
+                                 if name not in SIGNALS]
 
     def caseless(self) -> Matcher:
         """These patterns blind to case, for text whose case was changed by hand (pure Python:
@@ -97,13 +124,26 @@ class Matcher:
             self._caseless = Matcher(self.catalogue, caseless=True)
         return self._caseless
 
+    @cached_property
+    def _index(self) -> _Index:
+        """Built when first scanned with (a native backend only confirms its candidates, so
+        its start skips this)."""
+        by_literal: dict[str, list[_Pattern]] = {}
+        for pattern in self.patterns:
+            for literal in pattern.literals or ():
+                by_literal.setdefault(literal, []).append(pattern)
+        groups, singles = _anchors(list(by_literal))
+        return _Index([p for p in self.patterns if p.literals is None], by_literal, groups,
+                      singles)
+
     def _candidates(self, text: str) -> list[_Pattern]:
-        present = [lit for lit in self._singles if lit in text]
-        for anchor, literals in self._groups:
+        index = self._index
+        present = [lit for lit in index.singles if lit in text]
+        for anchor, literals in index.groups:
             if anchor in text:
                 present.extend(lit for lit in literals if lit in text)
-        chosen = {id(p): p for lit in present for p in self._by_literal[lit]}
-        return [*self._always, *chosen.values()]
+        chosen = {id(p): p for lit in present for p in index.by_literal[lit]}
+        return [*index.always, *chosen.values()]
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
         """(offset, hit) for every match in `text`, in no particular order."""
@@ -111,10 +151,9 @@ class Matcher:
             yield from self._confirm(pattern, text)
 
     def signals(self, text: str) -> frozenset[str]:
-        """Which of the metric sampler's SIGNALS `text` holds."""
-        return frozenset(name for name, literals, regex in self._signals
-                         if (literals is None or any(lit in text for lit in literals))
-                         and regex.search(text))
+        """Which of the metric sampler's SIGNALS (and rules' metric patterns) `text` holds."""
+        return frozenset(name for name, literals, words, regex in self._signals
+                         if _holds(text, literals, words, regex))
 
     def marks(self, text: str) -> list[int]:
         """Where the lines that open a traceback, or chain one to the next, start."""
@@ -128,7 +167,18 @@ class Matcher:
 
     def find(self, text: str) -> Found:
         """Everything the scan of a chunk looks for (a native backend finds it in one pass)."""
-        return Found(list(self.scan(text)), self.signals(text), self.marks(text))
+        lines: dict[int, None] = {}  # where a rule's metric pattern matches, by line start
+        metric_signals = set()
+        for name, literals, regex in self._metric_patterns:
+            if literals is not None and not any(lit in text for lit in literals):
+                continue
+            for match in regex.finditer(text):
+                metric_signals.add(name)
+                lines[text.rfind("\n", 0, match.start()) + 1] = None
+        signals = frozenset(name for name, literals, words, regex in self._signals
+                            if name in SIGNALS and _holds(text, literals, words, regex))
+        return Found(list(self.scan(text)), signals | metric_signals, self.marks(text),
+                     sorted(lines))
 
     @staticmethod
     def _confirm(pattern: _Pattern, text: str) -> Iterator[tuple[int, Hit]]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainmedic.logs.prefixes import parse_rank
 from trainmedic.logs.reader import MAX_LINE_CHARS, Chunk, LineCounter
@@ -24,17 +24,32 @@ METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 _TRIGGER = re.compile(r"(?i:loss|grad[_ ]norm)")
 # Chunk-wide signals the sampler acts on; a matcher reports which a chunk holds, in the same pass
 # as its fingerprints. A non-finite or zero loss makes a chunk worth reading in full; loss-scale
-# changes and skipped steps are rare and exact, so their lines are always read.
+# changes and skipped steps are rare and exact, so their lines are always read. A non-finite
+# value counts only where a metric is printed (after `:`/`=` or the word loss): Megatron-LM's
+# every step line says "number of nan iterations:   0", which is no NaN at all.
 SIGNALS = {
-    "non-finite": r"\b(?:nan|NaN|inf|Inf)\b",
+    "non-finite": r"(?:[:=]|(?i:loss))\s{0,3}[-+]?(?:nan|NaN|inf|Inf)\b",
     "zero-loss": r"loss['\"]?\s{0,3}[:=]\s{0,3}0(?:\.0*)?(?:[^\w.]|$)",
     "scale": r"cale|Skipping",
 }
+# The words every match of a signal ends with (where a signal has no required literal): Python's
+# `re` looks for the signal only around them, far quicker than over the whole text.
+SIGNAL_WORDS = {"non-finite": ("nan", "NaN", "inf", "Inf")}
+SIGNAL_REACH = 12  # characters a signal's match may run before its word
 SIGNAL_REGEXES = {name: re.compile(pattern, re.MULTILINE) for name, pattern in SIGNALS.items()}
-_SCALE_LINE = re.compile(r"scale|Skipping step")
+# What a scale line says: the characters after the word "scale" (or "skipped iterations"), the
+# value and a little more. A line saying what the scale line before it said adds nothing to the
+# scale detectors but one more sample.
+_SAYS_CHARS = 24
 NOTABLE_CONTEXT = 1 << 15
 SAMPLES_PER_CHUNK = 32
 SHORT_CHUNK_CHARS = 1 << 16
+
+
+def metric_signal(pattern: str) -> str:
+    """The signal a matcher reports for a chunk where a rule's metric pattern may match."""
+    return "metric:" + pattern
+
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
 _PAIR = re.compile(
@@ -63,12 +78,14 @@ _KEYS = {
 
 @dataclass(frozen=True)
 class Sample:
-    """One line's metric values; `overflow` marks a step skipped for inf/NaN gradients."""
+    """One line's metric values; `overflow` marks a step skipped for inf/NaN gradients;
+    `repeats` counts the scale lines after it that said the same and were not read."""
 
     values: tuple[tuple[str, float], ...]
     step: int | None = None
     overflow: bool = False
     skipped: int = 0
+    repeats: int = 0
 
     def get(self, name: str) -> float | None:
         for key, value in self.values:  # a handful of pairs: a scan beats building a dict
@@ -152,24 +169,76 @@ def _one_per_slot(text: str, slot: int) -> list[int]:
     return found
 
 
+def signal_matches(regex: re.Pattern[str], text: str, words: tuple[str, ...],
+                   first_only: bool = False) -> list[int]:
+    """Where `regex` matches, ending at one of `words`, searched only around them."""
+    found = []
+    for word in words:
+        for position in _found(text, word):
+            match = regex.search(text, max(0, position - SIGNAL_REACH), position + len(word) + 1)
+            if match is not None:
+                found.append(match.start())
+                if first_only:
+                    return found
+    return found
+
+
+def _found(text: str, word: str) -> Iterator[int]:
+    """Where `word` occurs in `text` (a plain substring search: far quicker than a regex)."""
+    position = text.find(word)
+    while position >= 0:
+        yield position
+        position = text.find(word, position + len(word))
+
+
+def _scale_lines(text: str, every: bool, read: set[int]) -> dict[int, int]:
+    """Where the lines reporting a loss scale or a skipped step start, each with the number of
+    lines after it that said the same and are not read: all of them (`every`), or those read
+    anyway (starting at `read`), those of a skipped step, and those that say something the
+    scale line before them did not (another scale, another count of skipped steps)."""
+    skipping = set(_found(text, "Skipping step"))
+    kept: dict[int, int] = {}
+    said, end, last = "", -1, -1
+    for position in sorted({*_found(text, "scale"), *skipping}):
+        if position <= end:
+            continue
+        start, end = text.rfind("\n", 0, position) + 1, text.find("\n", position)
+        says = text[position:position + _SAYS_CHARS]
+        if (skipped := text.find("skipped iterations", position, end)) >= 0:
+            says += text[skipped:skipped + _SAYS_CHARS]
+        if every or last < 0 or says != said or start in read or position in skipping:
+            kept[start] = 0
+            last = start
+        else:
+            kept[last] += 1
+        said = says
+    return kept
+
+
 def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
-                 extra: Sequence[re.Pattern[str]] = ()) -> Iterator[tuple[Sample, Line]]:
+                 extra: Sequence[re.Pattern[str]] = (),
+                 metric_lines: Sequence[int] = ()) -> Iterator[tuple[Sample, Line]]:
     """The samples of one chunk holding `signals`, with their lines numbered by `lines` (rank
-    set, no timestamp).
+    set, no timestamp); `metric_lines` are where the matcher saw one of the `extra` patterns.
 
     A chunk shorter than SHORT_CHUNK_CHARS is read line by line. A longer one is cut into
     SAMPLES_PER_CHUNK equal slots and the first metric line of each is read: plenty for the
     plotted series and the trend detectors. Where a loss or norm is non-finite or zero, every
     metric line within NOTABLE_CONTEXT characters is read too, so each rank's samples before
     and after it are seen (every rank prints in every stretch of a log). Lines that report a
-    loss scale or a skipped step are always read: they are rare, and the scale detectors need
-    every one. A log of a billion steps thus costs no parse per line.
+    loss scale or a skipped step are read where they change: a new scale, a skipped step, an
+    overflow (the scale detectors need every change, and Megatron-LM prints the scale on every
+    step line). A rule's own metric pattern is tried only on the lines where the matcher saw it.
+    A log of a billion steps thus costs no parse per line.
     """
     text = chunk.text
-    triggers = _one_per_slot(text, 1 if len(text) < SHORT_CHUNK_CHARS else
-                             len(text) // SAMPLES_PER_CHUNK)
-    notable = [m.start() for name in ("non-finite", "zero-loss") if name in signals
-               for m in SIGNAL_REGEXES[name].finditer(text)]
+    short = len(text) < SHORT_CHUNK_CHARS
+    triggers = _one_per_slot(text, 1 if short else len(text) // SAMPLES_PER_CHUNK)
+    notable = [position for name in ("non-finite", "zero-loss") if name in signals
+               for position in (
+                   signal_matches(SIGNAL_REGEXES[name], text, SIGNAL_WORDS[name])
+                   if name in SIGNAL_WORDS else
+                   (m.start() for m in SIGNAL_REGEXES[name].finditer(text)))]
     start, end = 0, 0
     for position in sorted(notable):
         if position - NOTABLE_CONTEXT > end:  # a new stretch: read the one before
@@ -177,10 +246,12 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
             start = max(0, position - NOTABLE_CONTEXT)
         end = position + NOTABLE_CONTEXT
     triggers.extend(m.start() for m in _TRIGGER.finditer(text, start, end))
+    extra = [p for p in extra if metric_signal(p.pattern) in signals]
+    triggers.extend(metric_lines)
+    repeats: dict[int, int] = {}
     if "scale" in signals:
-        triggers.extend(m.start() for m in _SCALE_LINE.finditer(text))
-    if extra:
-        triggers.extend(m.start() for p in extra for m in p.finditer(text))
+        repeats = _scale_lines(text, short, {text.rfind("\n", 0, t) + 1 for t in triggers})
+        triggers.extend(repeats)
     triggers = sorted(set(triggers))
     end = -1
     for position in triggers:
@@ -193,4 +264,6 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
         sample = parse_sample(body, extra)
         if sample is None:
             continue
+        if repeats.get(start):
+            sample = replace(sample, repeats=repeats[start])
         yield sample, Line(chunk.path, number, text[start:end][:MAX_LINE_CHARS], rank)

@@ -114,6 +114,20 @@ class ScriptDocuments:
             return None
         return Checked(document.version, split_lines(document.source), tuple(findings))
 
+    def last(self, uri: str, line: int) -> Checked | None:
+        """The last findings, for a hover on `line`: right after an edit the check is still
+        debounced, and a hover must not wait for it. They hold where `line` reads as it did
+        when they were found; otherwise (or before the first check) it is checked now."""
+        document = self.ls.workspace.text_documents.get(uri)
+        known = self.checked.get(uri)
+        if document is None or known is None or self.path(uri) is None:
+            return self.current(uri)
+        lines = document.lines
+        now = lines[line].rstrip("\r\n") if line < len(lines) else None
+        if line < len(known.lines) and known.lines[line] == now:
+            return known
+        return self.current(uri)
+
     def schedule(self, uri: str, delay: float) -> None:
         self.stop(uri)
         self.tasks[uri] = asyncio.create_task(self.check(uri, delay))
@@ -219,7 +233,7 @@ def register(ls: TrainmedicServer) -> None:
 
     def hover(params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
-        checked = documents.current(uri)
+        checked = documents.last(uri, params.position.line)
         if checked is None:
             return None
         codec = ls.workspace.position_codec

@@ -28,7 +28,7 @@ class OverflowRate(Detector):
         backed_off = scale is not None and self.last is not None and scale < self.last
         self.last = scale if scale is not None else self.last
         overflowed = sample.overflow or sample.skipped > 0 or backed_off
-        self.samples += 1
+        self.samples += 1 + sample.repeats  # the unread lines that said the same: no overflow
         self.overflows += overflowed
         if overflowed and self.samples >= self.params["min_samples"] and \
                 self.overflows / self.samples >= self.params["min_rate"]:

@@ -1,0 +1,188 @@
+"""Every speed target of the product in one run, each as a ratio to its baseline measured here.
+
+Usage: python bench/speed.py [--repeat 3] [--folder /tmp/bench-logs] [--keep] [--small]
+
+Throughput: whole processes, warm cache, the baseline and ours back to back, each pair repeated
+`--repeat` times and the best of each kept, on
+  - the metric-dense shape (../shared/bench/make_metric_dense_log.py: Megatron-LM, DeepSpeed and
+    Hugging Face step lines, NCCL INFO, tqdm bars, five rank-prefix styles) at 256 MiB and
+    1 GiB with 256 ranks, and 256 MiB with 4096 ranks;
+  - the team's own shape (bench/make_log.py) at 256 MB;
+against `rg --no-unicode -c -f ../shared/bench/reference_patterns.rg LOG`, with the peak memory
+of all of a command's processes together (proportional set size, sampled every 50 ms).
+Targets: Hyperscan at the default jobs >= 1.0x rg on the metric-dense logs, the pure-Python
+backend >= 0.1x, the team's shape >= 1.5x, memory <= 100 MB.
+Start-up: the language server's `initialize` answered, against the floor of importing pygls and
+lsprotocol alone (target: within 0.1 s); `trainmedic diagnose` of a 200-line log against
+`python -c pass` (target: <= 5x). The logs are generated into `--folder` and deleted after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from throughput import measure  # type: ignore[import-not-found]
+
+from trainmedic.matching import hyperscan as fast
+
+HERE = Path(__file__).resolve().parent
+SHARED_BENCH = HERE.parents[1] / "shared" / "bench"
+GENERATOR = SHARED_BENCH / "make_metric_dense_log.py"
+REFERENCE = SHARED_BENCH / "reference_patterns.rg"
+MIB = 1 << 20
+
+
+def rg(log: Path) -> list[str]:
+    return ["rg", "--no-unicode", "-c", "-f", str(REFERENCE), str(log)]
+
+
+def ours(log: Path, backend: str = "auto") -> list[str]:
+    return [sys.executable, "-m", "trainmedic", "diagnose", str(log), "--backend", backend,
+            "--format", "json"]
+
+
+def best_pair(baseline: list[str], command: list[str],
+              repeat: int) -> tuple[tuple[float, int], tuple[float, int]]:
+    """(seconds, peak KiB) of each, the best of `repeat` runs taken back to back."""
+    runs = [(measure(baseline), measure(command)) for _ in range(repeat)]
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+def answer(log: Path) -> str:
+    done = subprocess.run(ours(log), capture_output=True, text=True, check=True)
+    result = json.loads(done.stdout)
+    top = result["diagnoses"][0]["rule_id"] if result["diagnoses"] else "nothing"
+    return f"{top}, initiating rank {result['initiating_rank']}"
+
+
+def truth(log: Path) -> str:
+    sidecar = Path(f"{log}.truth.json")
+    if not sidecar.exists():
+        return ""
+    return f"; truth file: initiating rank {json.loads(sidecar.read_text())['initiator_rank']}"
+
+
+def throughput(logs: list[tuple[str, Path, float]], repeat: int) -> None:
+    print(f"{'log':<34} {'rg s':>6} {'ours s':>7} {'ratio':>6} {'rg MB':>6} {'ours MB':>8}"
+          "  target")
+    for name, log, target in logs:
+        (rg_s, rg_kb), (our_s, our_kb) = best_pair(rg(log), ours(log), repeat)
+        print(f"{name:<34} {rg_s:6.2f} {our_s:7.2f} {rg_s / our_s:5.2f}x {rg_kb / 1024:6.0f} "
+              f"{our_kb / 1024:8.0f}  >= {target}x, <= 100 MB")
+        print(f"{'':<34} answer: {answer(log)}{truth(log)}")
+
+
+def pure(log: Path, repeat: int) -> None:
+    (rg_s, _), (our_s, our_kb) = best_pair(rg(log), ours(log, "python"), repeat)
+    print(f"{'pure-Python backend, ' + log.name:<34} {rg_s:6.2f} {our_s:7.2f} "
+          f"{rg_s / our_s:5.2f}x {'':>6} {our_kb / 1024:8.0f}  >= 0.1x")
+
+
+def best_wall(command: list[str], runs: int, stdin: bytes | None = None) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(command, input=stdin, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=True)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _message(body: dict[str, object]) -> bytes:
+    data = json.dumps(body).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(data) + data
+
+
+def server_ready() -> float:
+    """Seconds from starting the language server to its answer to `initialize`."""
+    start = time.perf_counter()
+    server = subprocess.Popen([sys.executable, "-m", "trainmedic", "lsp"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert server.stdin is not None
+    assert server.stdout is not None
+    server.stdin.write(_message({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "processId": os.getpid(), "rootUri": None, "capabilities": {}}}))
+    server.stdin.flush()
+    header = server.stdout.readline()  # Content-Length: the answer has begun
+    ready = time.perf_counter() - start
+    if not header.startswith(b"Content-Length"):
+        raise SystemExit(f"the language server answered {header!r}")
+    server.kill()
+    server.wait()
+    return ready
+
+
+def start_up(folder: Path, runs: int) -> None:
+    floor = best_wall([sys.executable, "-c", "import lsprotocol.types, pygls.lsp.server"], runs)
+    ready = min(server_ready() for _ in range(runs))
+    print(f"language server ready (initialize answered) {ready:.3f} s; floor (import pygls and "
+          f"lsprotocol) {floor:.3f} s; over the floor {ready - floor:+.3f} s  (target <= +0.1 s)")
+    log = folder / "short-200.log"
+    sys.path.insert(0, str(HERE))
+    from lsp_latency import short_log  # type: ignore[import-not-found]
+
+    log.write_text(short_log(), "utf-8")
+    bare = best_wall([sys.executable, "-c", "pass"], runs)
+    diagnose = best_wall([sys.executable, "-m", "trainmedic", "diagnose", str(log)], runs)
+    print(f"trainmedic diagnose of a 200-line log {diagnose * 1000:.0f} ms; python -c pass "
+          f"{bare * 1000:.0f} ms; {diagnose / bare:.1f}x  (target <= 5x)")
+
+
+def generate(folder: Path, small: bool) -> list[tuple[str, Path, float]]:
+    scale = 1 / 16 if small else 1
+    logs = []
+    for mib, ranks in ((256, 256), (1024, 256), (256, 4096)):
+        path = folder / f"metric-dense-{mib * scale:g}mib-{ranks}ranks.log"
+        if not path.exists():
+            subprocess.run([sys.executable, str(GENERATOR), str(path), "--size-mib",
+                            str(mib * scale), "--ranks", str(ranks)], check=True)
+        logs.append((f"metric-dense {mib * scale:g} MiB, {ranks} ranks", path, 1.0))
+    own = folder / "own-256mb.log"
+    if not own.exists():
+        subprocess.run([sys.executable, str(HERE / "make_log.py"), str(own),
+                        str(int(256 * scale))], check=True, stdout=subprocess.DEVNULL)
+    logs.append((f"own shape {256 * scale:g} MB, 256 ranks", own, 1.5))
+    return logs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--folder", type=Path, default=Path(tempfile.gettempdir()) / "bench-logs")
+    parser.add_argument("--keep", action="store_true", help="keep the generated logs")
+    parser.add_argument("--small", action="store_true", help="1/16 of the sizes, to try it out")
+    args = parser.parse_args()
+    if not (shutil.which("rg") and GENERATOR.exists()):
+        print("speed: needs ripgrep (apt-get install ripgrep) and ../shared/bench beside the "
+              "checkout; skipped")
+        return 0
+    args.folder.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[0]
+    print(f"{os.cpu_count()} cores, load average {load:.1f} at the start; Hyperscan "
+          f"{'installed' if fast.available() else 'missing (the pure backend runs)'}")
+    logs = generate(args.folder, args.small)
+    try:
+        throughput(logs, args.repeat)
+        pure(logs[0][1], args.repeat)
+        start_up(args.folder, max(5, args.repeat))
+    finally:
+        if not args.keep:
+            for _, path, _ in logs:
+                path.unlink(missing_ok=True)
+                Path(f"{path}.truth.json").unlink(missing_ok=True)
+            (args.folder / "short-200.log").unlink(missing_ok=True)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
