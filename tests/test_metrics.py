@@ -339,3 +339,19 @@ def test_detectors_fire_on_real_runs(case: str, detectors: set[str], first: str 
 def test_real_exploding_grad_norm_from_the_corpus() -> None:
     path = need(CORPUS / "real-b" / "041.log")
     assert {"grad-norm-growth", "grad-norm-huge"} <= fired(path.read_text("utf-8"))
+
+
+def test_the_chart_shows_the_initiating_rank_and_keeps_the_others() -> None:
+    # Two ranks log their loss; rank 1 then raises (torch's message for a wrong batch shape).
+    text = "".join(f"[rank{r}]: step {s} loss {2.0 - s / 10 + r}\n"
+                   for s in range(5) for r in (0, 1))
+    text += ("[rank1]: Traceback (most recent call last):\n"
+             '[rank1]:   File "train.py", line 9, in <module>\n'
+             "[rank1]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x7 and 8x1)\n")
+    diagnosis = diagnose_text(text, bundled())
+    assert diagnosis.initiating_rank == 1
+    (loss,) = diagnosis.series
+    assert loss.rank == 1
+    assert loss.points[0] == (0.0, 3.0)
+    assert [rank for rank, _ in loss.other_ranks] == [0]
+    assert loss.other_ranks[0][1][0] == (0.0, 2.0)

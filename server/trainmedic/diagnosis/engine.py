@@ -229,7 +229,7 @@ def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
     return Diagnosis(tuple(findings), attribution.rank, attribution.ranks,
                      reason=attribution.reason, initiating_basis=attribution.basis,
                      tracebacks=tuple(evidence.tracebacks),
-                     series=evidence.metrics.plots(),
+                     series=evidence.metrics.plots(attribution.rank),
                      failure_order=attribution.failure_order, unexplained=failures)
 
 
