@@ -158,3 +158,19 @@ async def test_what_is_not_a_log_is_refused_in_the_clis_words(client: LanguageCl
     with pytest.raises(JsonRpcInvalidParams, match="no log files in this directory"):
         await execute(client, "trainmedic.diagnose", {"paths": [str(empty)]})
     assert not logged(client, "Traceback")
+
+
+@pytest.mark.asyncio
+async def test_a_file_opened_too_big_to_send_is_diagnosed_only_when_it_is_a_log(
+        client: LanguageClient, tmp_path: Path) -> None:
+    log, notes = tmp_path / "train.log", tmp_path / "notes.md"
+    log.write_text(read("amp-loss-scale-3ranks.log"))
+    notes.write_text(read("amp-loss-scale-3ranks.log"))
+
+    opened = await execute(client, "trainmedic.diagnose", {"paths": [str(log)], "ifLog": True})
+    skipped = await execute(client, "trainmedic.diagnose", {"paths": [str(notes)], "ifLog": True})
+
+    assert opened["diagnoses"][0]["rule_id"] == "amp-loss-scale"
+    assert skipped is None  # not matched by the default logGlobs
+    assert log.as_uri() in client.diagnostics
+    assert notes.as_uri() not in client.diagnostics

@@ -2,15 +2,21 @@
 or files and folders the server reads from disk.
 
 Argument: `{"text": str, "uri"?: str, "range"?: Range, "rulePacks"?: [dir]}`, or
-`{"paths": [file or folder], "maxBytes"?: int, "rulePacks"?: [dir]}`. The answer is the JSON of
-`trainmedic diagnose --format json` plus `markdown`. For `text`, evidence lines are counted
-within it; with `uri`, the diagnosis is also published on that document, `range.start` placing
-the text in it. `paths` are read by the CLI's own input code (folders walked, ranks from file
-names, launcher error files, `maxBytes` of each file, as `--max-bytes`), so the answer is the
-CLI's; the answer adds `warnings` (what reading skipped or cut) and the diagnosis is published
-on every file it cites. Logs too big for the editor to send go this way. `rulePacks` diagnoses
-with extra packs for this call only, which is how the client's "diagnose again with a rule
-pack" works.
+`{"paths": [file or folder], "maxBytes"?: int, "ifLog"?: bool, "rulePacks"?: [dir]}`.
+The answer is the JSON of `trainmedic diagnose --format json` plus `markdown`.
+
+For `text`, evidence lines are counted within it; with `uri`, the diagnosis is also published
+on that document, `range.start` placing the text in it.
+
+`paths` are read by the CLI's own input code (folders walked, ranks from file names, launcher
+error files, `maxBytes` of each file as `--max-bytes`), so the answer is the CLI's; it adds
+`warnings` (what reading skipped or cut), and the diagnosis is published on every file it
+cites. Logs too big for the editor to send go this way. `ifLog` is the client opening such a
+file: it is diagnosed only when a log opened would be (`logGlobs`, `diagnoseOnOpen`), and the
+answer is null otherwise.
+
+`rulePacks` diagnoses with extra packs for this call only, which is how the client's
+"diagnose again with a rule pack" works.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from trainmedic.logs.inputs import InputError
 from trainmedic.lsp import jobs
 from trainmedic.lsp.active_catalogue import layered
 from trainmedic.lsp.conversions import LineIndex, LineMap, publishable
+from trainmedic.lsp.features.log_diagnostics import diagnosed_on_open
 from trainmedic.lsp.server import TrainmedicServer
 from trainmedic.render.json import to_dict
 from trainmedic.render.markdown import diagnosis_markdown
@@ -38,7 +45,7 @@ logger = logging.getLogger(__name__)
 COMMAND = "trainmedic.diagnose"
 USAGE = f'{COMMAND} expects [{{"text": string, "uri"?: string, "range"?: Range, ' \
         '"rulePacks"?: string[]}] or [{"paths": string[], "maxBytes"?: integer, ' \
-        '"rulePacks"?: string[]}]'
+        '"ifLog"?: boolean, "rulePacks"?: string[]}]'
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,7 @@ class Request:
     rule_packs: tuple[str, ...]
     paths: tuple[str, ...] = ()
     max_bytes: int | None = None
+    if_log: bool = False
 
 
 def _position(value: Any) -> types.Position:
@@ -80,7 +88,7 @@ def parse(args: tuple[object, ...]) -> Request:
 
 
 def _paths_request(request: dict[str, Any], packs: tuple[str, ...]) -> Request:
-    paths, max_bytes = request["paths"], request.get("maxBytes")
+    paths, max_bytes, if_log = request["paths"], request.get("maxBytes"), request.get("ifLog")
     if "text" in request:
         raise JsonRpcInvalidParams(f"{USAGE}: text or paths, not both")
     if not (isinstance(paths, list) and paths and all(isinstance(p, str) and p for p in paths)):
@@ -88,8 +96,10 @@ def _paths_request(request: dict[str, Any], packs: tuple[str, ...]) -> Request:
     if max_bytes is not None and not (isinstance(max_bytes, int) and
                                       not isinstance(max_bytes, bool) and max_bytes > 0):
         raise JsonRpcInvalidParams(f"{USAGE}: maxBytes must be a positive integer")
+    if if_log is not None and not isinstance(if_log, bool):
+        raise JsonRpcInvalidParams(f"{USAGE}: ifLog must be true or false")
     return Request(None, None, types.Position(line=0, character=0), packs, tuple(paths),
-                   max_bytes)
+                   max_bytes, bool(if_log))
 
 
 def _with_packs(ls: TrainmedicServer, directories: tuple[str, ...]) -> Catalogue | None:
@@ -111,6 +121,8 @@ def _absolute(ls: TrainmedicServer, path: str) -> str:
 async def _diagnose_paths(ls: TrainmedicServer, request: Request,
                           catalogue: Catalogue | None) -> dict[str, Any] | None:
     paths = [_absolute(ls, p) for p in request.paths]
+    if request.if_log and not all(diagnosed_on_open(ls, from_fs_path(p) or p) for p in paths):
+        return None
     with ls.cancellation() as cancel:
         try:
             found = await jobs.run_paths(ls, paths, request.max_bytes, cancel,
