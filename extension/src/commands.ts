@@ -7,16 +7,13 @@ import * as vscode from 'vscode';
 import { CatalogueEntries } from './catalogue';
 import { ServerManager, currentSettings } from './common/server';
 import { DiagnoseResult, failedFirst, parseDiagnoseResult, rootCause } from './diagnosis';
-import { FolderFile, LogText, isBinary, isLogFileName, joinLogs, selectWithinBudget } from './logFolder';
+import { LargeLogs, SYNC_LIMIT_BYTES } from './largeLogs';
 import { Locate } from './panel/model';
 import { ResultsPanel } from './panel/panel';
 import { DiagnosisStatus } from './statusBar';
 import { CommandOutput, TerminalWatcher } from './terminal';
 import { verificationCommandLine } from './verification';
 
-/** The most a log folder may send to the server at once. */
-const FOLDER_BUDGET_BYTES = 64 * 1024 * 1024;
-const FOLDER_MAX_FILES = 4096;
 const VERIFY_TERMINAL = 'TrainMedic: verify';
 
 interface LspRange {
@@ -24,14 +21,20 @@ interface LspRange {
     readonly end: { readonly line: number; readonly character: number };
 }
 
-/** One argument of the server's `trainmedic.diagnose`. */
-interface DiagnoseRequest {
-    readonly text: string;
-    readonly uri?: string;
-    readonly range?: LspRange;
-    /** Extra rule pack folders for this diagnosis only. */
-    readonly rulePacks?: readonly string[];
-}
+/** One argument of the server's `trainmedic.diagnose`: text, or files the server reads. */
+type DiagnoseRequest =
+    | {
+          readonly text: string;
+          readonly uri?: string;
+          readonly range?: LspRange;
+          /** Extra rule pack folders for this diagnosis only. */
+          readonly rulePacks?: readonly string[];
+      }
+    | {
+          /** Files and folders, read from disk by the CLI's own input code. */
+          readonly paths: readonly string[];
+          readonly rulePacks?: readonly string[];
+      };
 
 interface Shown {
     readonly result: DiagnoseResult;
@@ -42,6 +45,9 @@ interface Shown {
 class UserError extends Error {}
 
 const nowhere: Locate = () => undefined;
+
+/** Evidence of files the server read: the file and its line, as the CLI names them. */
+const onDisk: Locate = (ref) => (ref.path.startsWith('<') ? undefined : { uri: vscode.Uri.file(ref.path).toString(), line: ref.line - 1 });
 
 function lspRange(range: vscode.Range): LspRange {
     return {
@@ -68,6 +74,8 @@ export class Commands implements vscode.Disposable {
     private last: Shown | undefined;
     private readonly panel: ResultsPanel;
     private readonly disposables: { dispose(): unknown }[] = [];
+    /** Diagnosed documents the server is never told about (untitled ones): theirs to clear. */
+    private readonly unsynced = new Set<string>();
 
     constructor(
         context: vscode.ExtensionContext,
@@ -83,7 +91,22 @@ export class Commands implements vscode.Disposable {
             copy: (text, what) => this.copy(text, what),
             showEntry: (ruleId) => this.entries.show(ruleId),
         });
-        this.disposables.push(this.panel, terminals.onDidFailCommand((output) => this.offerFailedCommand(output)));
+        this.disposables.push(
+            this.panel,
+            terminals.onDidFailCommand((output) => this.offerFailedCommand(output)),
+            new LargeLogs(
+                (file) => this.diagnoseOpenedLargeLog(file),
+                (file) => {
+                    this.server.forgetDiagnostics(file);
+                },
+            ),
+            vscode.workspace.onDidCloseTextDocument((document) => {
+                const uri = document.uri.toString();
+                if (this.unsynced.delete(uri)) {
+                    this.server.forgetDiagnostics(document.uri);
+                }
+            }),
+        );
     }
 
     /** Registers every command; the registrations are the caller's to dispose. */
@@ -138,11 +161,19 @@ export class Commands implements vscode.Disposable {
     }
 
     private async requestDiagnosis(request: DiagnoseRequest, origin: string): Promise<DiagnoseResult> {
-        this.log.info(`Diagnosing ${origin} (${request.text.length} characters)`);
-        return vscode.window.withProgress(
+        this.log.info(`Diagnosing ${origin} (${'text' in request ? `${request.text.length} characters` : request.paths.join(', ')})`);
+        const started = Date.now();
+        const result = await vscode.window.withProgress(
             { location: vscode.ProgressLocation.Window, title: 'TrainMedic: diagnosing' },
             async () => parseDiagnoseResult(await this.server.execute('trainmedic.diagnose', [request])),
         );
+        const root = rootCause(result);
+        const rank = result.initiatingRank === null ? '' : `, initiating rank ${result.initiatingRank}`;
+        this.log.info(`Diagnosed ${origin} in ${((Date.now() - started) / 1000).toFixed(1)} s: ${root ? `${root.ruleId}${rank}` : 'no root cause'}`);
+        for (const warning of result.warnings) {
+            this.log.warn(warning);
+        }
+        return result;
     }
 
     private present(shown: Shown): void {
@@ -151,9 +182,48 @@ export class Commands implements vscode.Disposable {
         this.panel.show(shown.result, shown.origin, shown.locate);
     }
 
+    /** A file in the active tab that VS Code does not sync to extensions (over 50 MB). */
+    private async activeLargeFile(): Promise<vscode.Uri | undefined> {
+        const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+        const uri = input instanceof vscode.TabInputText ? input.uri : undefined;
+        if (uri?.scheme !== 'file') {
+            return undefined;
+        }
+        const size = await vscode.workspace.fs.stat(uri).then((s) => s.size, () => 0);
+        return size >= SYNC_LIMIT_BYTES ? uri : undefined;
+    }
+
+    /** Files and folders read by the server, as `trainmedic diagnose PATH...` reads them. */
+    private async diagnosePaths(paths: readonly vscode.Uri[], origin: string): Promise<void> {
+        const result = await this.requestDiagnosis({ paths: paths.map((p) => p.fsPath) }, origin);
+        this.present({ result, origin, locate: onDisk });
+    }
+
+    /** A log too big for VS Code to sync, opened in a tab: diagnosed on open like any log. */
+    private async diagnoseOpenedLargeLog(file: vscode.Uri): Promise<void> {
+        if (!currentSettings(this.log).diagnoseOnOpen || this.server.state !== 'running') {
+            return;
+        }
+        this.log.info(`${fileName(file)} is over VS Code's ${SYNC_LIMIT_BYTES / 1024 / 1024} MB limit for extensions: the server reads it from disk`);
+        try {
+            // ifLog: only when the file is a log by trainmedic.logGlobs (the server answers null otherwise).
+            const answer = await this.server.execute('trainmedic.diagnose', [{ paths: [file.fsPath], ifLog: true }]);
+            if (answer !== null) {
+                this.status.showDiagnosis(parseDiagnoseResult(answer), fileName(file));
+            }
+        } catch (error) {
+            this.log.warn(`Could not diagnose ${file.fsPath}: ${String(error)}`);
+        }
+    }
+
     private async diagnoseSelection(): Promise<void> {
         const editor = vscode.window.activeTextEditor;
         if (!editor) {
+            const large = await this.activeLargeFile();
+            if (large) {
+                await this.diagnosePaths([large], fileName(large));
+                return;
+            }
             throw new UserError('open a log or a traceback in an editor first.');
         }
         const document = editor.document;
@@ -167,6 +237,9 @@ export class Commands implements vscode.Disposable {
         const origin = selection.isEmpty ? name : `${name}, lines ${range.start.line + 1}–${range.end.line + 1}`;
         const uri = document.uri.toString();
         const result = await this.requestDiagnosis({ text, uri, range: lspRange(range) }, origin);
+        if (document.uri.scheme !== 'file') {
+            this.unsynced.add(uri);
+        }
         this.present({ result, origin, locate: (ref) => ({ uri, line: range.start.line + ref.line - 1 }) });
     }
 
@@ -248,26 +321,6 @@ export class Commands implements vscode.Disposable {
         }
     }
 
-    private async listLogFiles(folder: vscode.Uri): Promise<FolderFile[]> {
-        const found: FolderFile[] = [];
-        const walk = async (dir: vscode.Uri): Promise<void> => {
-            const entries = await vscode.workspace.fs.readDirectory(dir);
-            for (const [name, type] of entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-                if (found.length >= FOLDER_MAX_FILES || type & vscode.FileType.SymbolicLink) {
-                    continue;
-                }
-                const child = vscode.Uri.joinPath(dir, name);
-                if (type === vscode.FileType.Directory) {
-                    await walk(child);
-                } else if (type === vscode.FileType.File && isLogFileName(name)) {
-                    found.push({ path: child.fsPath, size: (await vscode.workspace.fs.stat(child)).size });
-                }
-            }
-        };
-        await walk(folder);
-        return found;
-    }
-
     /** Diagnoses `given` (the Explorer's folder), or a folder the user picks. */
     private async diagnoseLogFolder(given: vscode.Uri | undefined): Promise<void> {
         const picked = given ? [given] : await vscode.window.showOpenDialog({
@@ -282,31 +335,7 @@ export class Commands implements vscode.Disposable {
         if (!folder) {
             return;
         }
-        const { files, skipped } = selectWithinBudget(await this.listLogFiles(folder), FOLDER_BUDGET_BYTES);
-        if (files.length === 0) {
-            throw new UserError(`${folder.fsPath} has no log files (*.log, *.out, *.err, *.txt, *.json, stdout, stderr, slurm-*).`);
-        }
-        const firstSkipped = skipped[0];
-        if (firstSkipped) {
-            void vscode.window.showWarningMessage(
-                `TrainMedic: ${skipped.length} file(s) left out to stay within ${FOLDER_BUDGET_BYTES / 1024 / 1024} MiB, first ${firstSkipped.path}.`,
-            );
-        }
-        const decoder = new TextDecoder('utf-8');
-        const logs: LogText[] = [];
-        for (const file of files) {
-            const uri = vscode.Uri.file(file.path);
-            const bytes = await vscode.workspace.fs.readFile(uri);
-            if (isBinary(bytes)) {
-                this.log.info(`Log folder: ${file.path} is binary, left out`);
-            } else {
-                logs.push({ uri: uri.toString(), text: decoder.decode(bytes) });
-            }
-        }
-        const joined = joinLogs(logs);
-        const origin = `${logs.length} log file(s) in ${path.basename(folder.fsPath)}`;
-        const result = await this.requestDiagnosis({ text: joined.text }, origin);
-        this.present({ result, origin, locate: (ref) => joined.place(ref.line) });
+        await this.diagnosePaths([folder], `the logs in ${path.basename(folder.fsPath)}`);
     }
 
     private showLastDiagnosis(): void {

@@ -14,7 +14,7 @@ import {
     ServerOptions,
     State,
 } from 'vscode-languageclient/node';
-import { Interpreter, describeAttempts, pathNames, resolveInterpreter } from './interpreter';
+import { Interpreter, describeAttempts, pathNames, resolveInterpreter, settingProblem } from './interpreter';
 import { probePython, pythonExtensionInterpreter, selectInterpreter } from './python';
 import { CoalescingRunner } from './serial';
 import { PathContext, SECTION, ServerSettings, Settings, interpreterCommand, readSettings, toServerSettings } from './settings';
@@ -98,6 +98,11 @@ export class ServerManager implements vscode.Disposable {
         return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
     }
 
+    /** Drops the server's diagnostics of a document it was never told about (an untitled one, closed). */
+    forgetDiagnostics(uri: vscode.Uri): void {
+        this.client?.diagnostics?.delete(uri);
+    }
+
     async dispose(): Promise<void> {
         await this.stop();
         this.stateEmitter.dispose();
@@ -144,6 +149,12 @@ export class ServerManager implements vscode.Disposable {
         this.interpreterInUse = resolution.interpreter;
         if (!resolution.interpreter) {
             this.setState('noPython');
+            const problem = settingProblem(resolution.attempts);
+            if (problem) {
+                this.log.error(`Server: not started: ${problem}`);
+                void this.offerInterpreterChoice(`TrainMedic: ${problem}`);
+                return;
+            }
             this.log.error(`Server: no usable Python 3.10+ found; tried ${describeAttempts(resolution.attempts)}`);
             void this.offerInterpreterChoice();
             return;
@@ -216,10 +227,12 @@ export class ServerManager implements vscode.Disposable {
         return new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
     }
 
-    private async offerInterpreterChoice(): Promise<void> {
+    private async offerInterpreterChoice(
+        message = 'TrainMedic needs Python 3.10 or newer to run its local server, and none was found. ' +
+            'Select an interpreter, or set trainmedic.interpreter.',
+    ): Promise<void> {
         const choice = await vscode.window.showErrorMessage(
-            'TrainMedic needs Python 3.10 or newer to run its local server, and none was found. ' +
-                'Select an interpreter, or set trainmedic.interpreter.',
+            message,
             'Select interpreter',
             'Show output',
         );
