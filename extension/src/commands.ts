@@ -76,6 +76,8 @@ export class Commands implements vscode.Disposable {
     private readonly disposables: { dispose(): unknown }[] = [];
     /** Diagnosed documents the server is never told about (untitled ones): theirs to clear. */
     private readonly unsynced = new Set<string>();
+    /** The diagnosis of each large log opened, while its file is unchanged (reading one takes a while). */
+    private readonly largeLogResults = new Map<string, { readonly stamp: string; readonly result: DiagnoseResult }>();
 
     constructor(
         context: vscode.ExtensionContext,
@@ -97,9 +99,13 @@ export class Commands implements vscode.Disposable {
             new LargeLogs(
                 (file) => this.diagnoseOpenedLargeLog(file),
                 (file) => {
+                    this.largeLogResults.delete(file.toString());
                     this.server.forgetDiagnostics(file);
                 },
             ),
+            server.onDidChangeState(() => {
+                this.largeLogResults.clear();
+            }),
             vscode.workspace.onDidCloseTextDocument((document) => {
                 const uri = document.uri.toString();
                 if (this.unsynced.delete(uri)) {
@@ -194,9 +200,29 @@ export class Commands implements vscode.Disposable {
     }
 
     /** Files and folders read by the server, as `trainmedic diagnose PATH...` reads them. */
-    private async diagnosePaths(paths: readonly vscode.Uri[], origin: string): Promise<void> {
+    private async diagnosePaths(paths: readonly vscode.Uri[], origin: string): Promise<DiagnoseResult> {
         const result = await this.requestDiagnosis({ paths: paths.map((p) => p.fsPath) }, origin);
         this.present({ result, origin, locate: onDisk });
+        return result;
+    }
+
+    /** When the file was last changed, as far as its size and time tell. */
+    private async stamp(file: vscode.Uri): Promise<string> {
+        const stat = await vscode.workspace.fs.stat(file);
+        return `${stat.size}:${stat.mtime}`;
+    }
+
+    /** A large log: its diagnosis on open when the file has not changed since, else a new one. */
+    private async diagnoseLargeLog(file: vscode.Uri): Promise<void> {
+        const kept = this.largeLogResults.get(file.toString());
+        const stamp = await this.stamp(file);
+        if (kept?.stamp === stamp) {
+            this.log.info(`${fileName(file)} is unchanged since it was diagnosed on open: showing that diagnosis`);
+            this.present({ result: kept.result, origin: fileName(file), locate: onDisk });
+            return;
+        }
+        const result = await this.diagnosePaths([file], fileName(file));
+        this.largeLogResults.set(file.toString(), { stamp, result });
     }
 
     /** A log too big for VS Code to sync, opened in a tab: diagnosed on open like any log. */
@@ -207,9 +233,12 @@ export class Commands implements vscode.Disposable {
         this.log.info(`${fileName(file)} is over VS Code's ${SYNC_LIMIT_BYTES / 1024 / 1024} MB limit for extensions: the server reads it from disk`);
         try {
             // ifLog: only when the file is a log by trainmedic.logGlobs (the server answers null otherwise).
+            const stamp = await this.stamp(file);
             const answer = await this.server.execute('trainmedic.diagnose', [{ paths: [file.fsPath], ifLog: true }]);
             if (answer !== null) {
-                this.status.showDiagnosis(parseDiagnoseResult(answer), fileName(file));
+                const result = parseDiagnoseResult(answer);
+                this.largeLogResults.set(file.toString(), { stamp, result });
+                this.status.showDiagnosis(result, fileName(file));
             }
         } catch (error) {
             this.log.warn(`Could not diagnose ${file.fsPath}: ${String(error)}`);
@@ -221,7 +250,7 @@ export class Commands implements vscode.Disposable {
         if (!editor) {
             const large = await this.activeLargeFile();
             if (large) {
-                await this.diagnosePaths([large], fileName(large));
+                await this.diagnoseLargeLog(large);
                 return;
             }
             throw new UserError('open a log or a traceback in an editor first.');
