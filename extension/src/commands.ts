@@ -5,6 +5,7 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { CatalogueEntries } from './catalogue';
+import { hasModule, pythonExtensionInterpreter } from './common/python';
 import { ServerManager, currentSettings } from './common/server';
 import { DiagnoseResult, failedFirst, parseDiagnoseResult, rootCause } from './diagnosis';
 import { LargeLogs, SYNC_LIMIT_BYTES } from './largeLogs';
@@ -76,6 +77,8 @@ export class Commands implements vscode.Disposable {
     private readonly disposables: { dispose(): unknown }[] = [];
     /** Diagnosed documents the server is never told about (untitled ones): theirs to clear. */
     private readonly unsynced = new Set<string>();
+    /** The training environment's Python (the Python extension's active one), for probes. */
+    private trainingPython: string | undefined;
     /** The diagnosis of each large log opened, while its file is unchanged (reading one takes a while). */
     private readonly largeLogResults = new Map<string, { readonly stamp: string; readonly result: DiagnoseResult }>();
 
@@ -105,6 +108,7 @@ export class Commands implements vscode.Disposable {
             ),
             server.onDidChangeState(() => {
                 this.largeLogResults.clear();
+                void this.findTrainingPython();
             }),
             vscode.workspace.onDidCloseTextDocument((document) => {
                 const uri = document.uri.toString();
@@ -374,8 +378,18 @@ export class Commands implements vscode.Disposable {
         this.present(this.last);
     }
 
+    private async findTrainingPython(): Promise<void> {
+        const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+        this.trainingPython = await pythonExtensionInterpreter(folder, vscode.workspace.isTrusted, this.log);
+    }
+
+    /** Probes run where the training runs: the training environment's Python, else the server's. */
+    private verificationPython(): string | undefined {
+        return this.trainingPython ?? this.server.interpreter?.executable;
+    }
+
     private verifyCommandLine(command: string): string {
-        return verificationCommandLine(command, this.server.interpreter?.executable, process.platform);
+        return verificationCommandLine(command, this.verificationPython(), process.platform);
     }
 
     /** Types the command into the verification terminal: only ever on the user's click, only when trusted. */
@@ -402,6 +416,12 @@ export class Commands implements vscode.Disposable {
                 env: { PYTHONPATH: [libs, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) },
             });
         terminal.show();
+        const python = this.verificationPython();
+        if (python && /^trainmedic\s+probe\b/.test(command.trim()) && (await hasModule(python, 'torch')) === false) {
+            void vscode.window.showWarningMessage(
+                `TrainMedic: ${python} has no torch, so the probe cannot test anything there: select the training environment (Python: Select Interpreter).`,
+            );
+        }
         const line = this.verifyCommandLine(command);
         this.log.info(`Verification: ${line}`);
         terminal.sendText(line, true);

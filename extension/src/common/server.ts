@@ -16,6 +16,7 @@ import {
 } from 'vscode-languageclient/node';
 import { Interpreter, describeAttempts, pathNames, resolveInterpreter, settingProblem } from './interpreter';
 import { probePython, pythonExtensionInterpreter, selectInterpreter } from './python';
+import { ENTRY_SCHEME } from '../catalogue';
 import { CoalescingRunner } from './serial';
 import { PathContext, SECTION, ServerSettings, Settings, interpreterCommand, readSettings, toServerSettings } from './settings';
 
@@ -39,6 +40,18 @@ export function currentSettings(log: vscode.LogOutputChannel): Settings {
             log.warn(problem);
         },
     );
+}
+
+/** The server's entry links (`…/rules/<id>`) as the extension's own catalogue documents. */
+const ENTRY_LINK = /\/rules\/([a-z0-9][a-z0-9-]*)$/;
+
+function withLocalEntryLink(diagnostic: vscode.Diagnostic): vscode.Diagnostic {
+    const code = diagnostic.code;
+    const id = typeof code === 'object' && code.target.scheme === 'https' ? ENTRY_LINK.exec(code.target.path)?.[1] : undefined;
+    if (id && typeof code === 'object') {
+        diagnostic.code = { value: code.value, target: vscode.Uri.from({ scheme: ENTRY_SCHEME, path: `/${id}.md` }) };
+    }
+    return diagnostic;
 }
 
 function pathContext(): PathContext {
@@ -210,6 +223,11 @@ export class ServerManager implements vscode.Disposable {
             revealOutputChannelOn: RevealOutputChannelOn.Never,
             initializationOptions: serverSettings,
             middleware: {
+                // The server links each diagnostic's code to its catalogue entry by a web address
+                // no one serves; in VS Code the entry opens from the bundled catalogue instead.
+                handleDiagnostics: (uri, diagnostics, next) => {
+                    next(uri, diagnostics.map(withLocalEntryLink));
+                },
                 workspace: {
                     // The server asks for the `trainmedic` section: answer with what it needs,
                     // including Workspace Trust, which is not a user setting.
