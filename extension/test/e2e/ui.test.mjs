@@ -1,4 +1,4 @@
-/* global document, navigator -- used inside callbacks that run in the page */
+/* global document, navigator, window -- used inside callbacks that run in the page */
 // Drives a real VS Code (code-server, with the TrainMedic VSIX installed) through its UI with
 // headless Chromium, as a user would: open a multi-rank log and read the root cause in the
 // Problems panel; select a traceback, run Diagnose Selection and read the results panel; open a
@@ -373,7 +373,11 @@ step('the results panel follows a high-contrast theme', async () => {
 });
 
 step('Diagnose Log Folder… on per-rank files without prefixes gets every rank from the file names', async () => {
+    // The last result scrolled down: the next one must start at its top.
+    await resultsPanel().locator('section').last().scrollIntoViewIfNeeded();
     await runCommand('View: Close All Editors');
+    // A 1280 px window with the Explorer open: the panel is narrow.
+    await page.setViewportSize({ width: 1280, height: 800 });
     await page.keyboard.press('Control+Shift+E');
     const folder = page.locator('.explorer-folders-view .monaco-list-row', { hasText: PER_RANK }).first();
     await folder.click({ button: 'right' });
@@ -385,6 +389,17 @@ step('Diagnose Log Folder… on per-rank files without prefixes gets every rank 
     const rank = (await panel.locator('.rank-value').innerText()).trim();
     if (rank !== 'rank 1') {
         throw new Error(`initiating rank of the per-rank files: ${rank}`);
+    }
+    const layout = await panel.locator('main').evaluate((main) => {
+        const fix = main.querySelector('pre.fix');
+        return {
+            scrolled: window.scrollY,
+            fixOverflow: fix ? fix.scrollWidth - fix.clientWidth : -1,
+            narrowest: Math.min(...[...main.querySelectorAll('.ev-text')].map((e) => e.getBoundingClientRect().width)),
+        };
+    });
+    if (layout.scrolled !== 0 || layout.fixOverflow > 1 || layout.narrowest < 150) {
+        throw new Error(`the panel at 1280 px: ${JSON.stringify(layout)}`);
     }
     const rows = (await panel.locator('table.ranks tbody tr').allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
     const expected = ['1 failed first rank1.log:22', '0 collateral rank0.log:17', '2 collateral rank2.log:17', '3 killed —'];
@@ -412,6 +427,7 @@ step('Diagnose Log Folder… on per-rank files without prefixes gets every rank 
     await page.locator('.tab.active', { hasText: 'rank1.log' }).waitFor();
     await page.locator('.statusbar-item', { hasText: 'Ln 22, Col 1' }).first().waitFor();
     await runCommand('View: Close Primary Side Bar');
+    await page.setViewportSize({ width: 1400, height: 900 });
 });
 
 step('a 60 MB log, opened anyway, is diagnosed: Problems, the keybinding and its evidence links', async () => {
