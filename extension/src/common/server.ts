@@ -54,6 +54,27 @@ function withLocalEntryLink(diagnostic: vscode.Diagnostic): vscode.Diagnostic {
     return diagnostic;
 }
 
+/** A hover's links to catalogue entries as the Show Entry command, the only command it may run. */
+function withLocalEntryLinks(hover: vscode.Hover | null | undefined): vscode.Hover | null | undefined {
+    if (!hover) {
+        return hover;
+    }
+    const contents = hover.contents.map((part) => {
+        const text = typeof part === 'string' ? part : 'value' in part && !('language' in part) ? part.value : undefined;
+        if (text === undefined || !/\]\(https:\/\/[^)\s]*\/rules\/[a-z0-9-]+\)/.test(text)) {
+            return part;
+        }
+        const local = new vscode.MarkdownString(
+            text.replace(/\]\(https:\/\/[^)\s]*\/rules\/([a-z0-9][a-z0-9-]*)\)/g, (_, id: string) =>
+                `](command:trainmedic.showEntry?${encodeURIComponent(JSON.stringify([id]))} "Open the catalogue entry")`,
+            ),
+        );
+        local.isTrusted = { enabledCommands: ['trainmedic.showEntry'] };
+        return local;
+    });
+    return new vscode.Hover(contents, hover.range);
+}
+
 function pathContext(): PathContext {
     return { workspaceFolder: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath, userHome: os.homedir() };
 }
@@ -228,6 +249,7 @@ export class ServerManager implements vscode.Disposable {
                 handleDiagnostics: (uri, diagnostics, next) => {
                     next(uri, diagnostics.map(withLocalEntryLink));
                 },
+                provideHover: async (document, position, token, next) => withLocalEntryLinks(await next(document, position, token)),
                 workspace: {
                     // The server asks for the `trainmedic` section: answer with what it needs,
                     // including Workspace Trust, which is not a user setting.
