@@ -6,6 +6,7 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './panel.css';
+import { STEP_INCREMENTS, finite, stepTick, tick, valueRange } from '../panel/axes';
 
 interface VsCodeApi {
     postMessage(message: unknown): void;
@@ -62,50 +63,8 @@ function themeColour(name: string, fallback: string): string {
 const LOGARITHMIC = 3 as uPlot.Scale.Distr;
 const CHART_HEIGHT = 180;
 
-/** Axis numbers that fit: 1.4e10 rather than 14,000,000,000. A log axis leaves out (null) the
- *  splits it has no room to label. */
-function tick(value: number | null): string {
-    if (value === null || !Number.isFinite(value)) {
-        return '';
-    }
-    const size = Math.abs(value);
-    if (size !== 0 && (size >= 1e5 || size < 1e-3)) {
-        return value.toExponential(2).replace(/\.?0+e/, 'e').replace('e+', 'e');
-    }
-    return String(Number(value.toPrecision(4)));
-}
-
 function positiveOrNull(values: (number | null)[]): (number | null)[] {
     return values.map((v) => (v !== null && v > 0 ? v : null));
-}
-
-/** Step ticks at whole steps only: 1, 2, 5 and their powers of ten. */
-const STEP_INCREMENTS = Array.from({ length: 10 }, (_, k) => [1, 2, 5].map((m) => m * 10 ** k)).flat();
-
-function stepTick(value: number | null): string {
-    return value === null || !Number.isInteger(value) ? '' : String(value);
-}
-
-function finite(values: (number | null)[], log: boolean): number[] {
-    return values.filter((v): v is number => v !== null && Number.isFinite(v) && (!log || v > 0));
-}
-
-/**
- * The value axis's range, whatever the series' shape: a constant gets room around it, a log
- * axis whose values stay within a decade gets a decade's room rather than none.
- */
-function valueRange(values: (number | null)[], log: boolean): [number, number] {
-    const kept = finite(values, log);
-    if (kept.length === 0) {
-        return log ? [1, 10] : [0, 1];
-    }
-    const low = Math.min(...kept);
-    const high = Math.max(...kept);
-    if (log) {
-        return low === high ? [low / 2, high * 2] : [low / 1.25, high * 1.25];
-    }
-    const pad = low === high ? Math.abs(low) * 0.1 || 1 : (high - low) * 0.08;
-    return [low - pad, high + pad];
 }
 
 function chartOptions(chart: ChartData, series: SeriesData, width: number): uPlot.Options {
