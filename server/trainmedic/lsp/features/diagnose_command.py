@@ -140,6 +140,9 @@ async def _diagnose_paths(ls: TrainmedicServer, request: Request,
     result["warnings"] = list(found.warnings)
     cited = {line.path for finding in diagnosis.findings for line in finding.evidence}
     cited |= {failure.line.path for failure in diagnosis.unexplained}
+    # Each cited file gets its own lines' diagnostics, placed by line number: the file was read
+    # from disk, not sent, so no text maps lone carriage returns (which the editor also breaks
+    # lines at) and reading it again to find them would double the cost of a big log.
     for path in sorted(cited & set(found.files)):
         uri = from_fs_path(path) or path
         document = ls.workspace.text_documents.get(uri)
