@@ -2,9 +2,10 @@
 // answers: `trainmedic diagnose --format json` on real logs, run from the repository's server.
 // `node scripts/diagnosis-fixtures.mjs` writes them; `--check` (part of `npm test`) fails, with
 // the file to regenerate, when one differs from what the server answers today.
-// Needs a Python 3.10+ (PYTHON, default python3); the CLI runs from ../server without installing.
+// Needs a Python 3.10+ with the server's libraries: PYTHON, else the repository's .venv (which
+// `make` builds), else python3; the CLI runs from ../server without installing.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -21,15 +22,24 @@ const FIXTURES = [
 ];
 
 const check = process.argv.includes('--check');
-const python = process.env.PYTHON || 'python3';
+const venv = join(REPO, '.venv', process.platform === 'win32' ? 'Scripts/python.exe' : 'bin/python');
+const python = process.env.PYTHON || (existsSync(venv) ? venv : 'python3');
 let stale = 0;
 for (const { name, cwd, path } of FIXTURES) {
-    const answer = execFileSync(python, ['-m', 'trainmedic', 'diagnose', '--format', 'json', path], {
-        cwd,
-        env: { ...process.env, PYTHONPATH: join(REPO, 'server') },
-        encoding: 'utf8',
-        maxBuffer: 64 * 1024 * 1024,
-    });
+    let answer;
+    try {
+        answer = execFileSync(python, ['-m', 'trainmedic', 'diagnose', '--format', 'json', path], {
+            cwd,
+            env: { ...process.env, PYTHONPATH: join(REPO, 'server') },
+            encoding: 'utf8',
+            maxBuffer: 64 * 1024 * 1024,
+            stdio: ['ignore', 'pipe', 'pipe'],
+        });
+    } catch (error) {
+        const why = String(error.stderr || error.message).trim().split('\n').pop();
+        console.error(`${python} -m trainmedic diagnose ${path} failed (${why}): set PYTHON to a Python with the server's libraries (make .venv/.installed)`);
+        process.exit(2);
+    }
     const file = join(OUT, name);
     if (!check) {
         writeFileSync(file, answer);
