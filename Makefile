@@ -20,8 +20,8 @@ test: lint pytest extension e2e  ## every check and test: Python, the extension,
 pytest: $(STAMP)
 	$(BIN)/python -m pytest
 
-extension:  ## the VS Code extension: type check, eslint (zero warnings), unit tests
-	cd extension && npm ci --no-audit --no-fund --loglevel=error && npm test
+extension: $(STAMP)  ## the VS Code extension: type check, eslint (zero warnings), server-made fixtures, unit tests
+	cd extension && npm ci --no-audit --no-fund --loglevel=error && PYTHON=$(CURDIR)/$(BIN)/python npm test
 
 e2e: $(STAMP)  ## the extension in a real VS Code (code-server + headless Chromium)
 	PYTHON=$(PYTHON) bash extension/scripts/e2e.sh

@@ -37,8 +37,9 @@ def test_json_contract_on_the_bundled_example(capsys: pytest.CaptureFixture[str]
     assert first["verify"] == "trainmedic probe amp"
     lines = EXAMPLE.read_text("utf-8").splitlines()
     for evidence in first["evidence"]:
-        assert set(evidence) == {"path", "line", "text"}
+        assert set(evidence) == {"path", "line", "rank", "text"}
         assert evidence["path"] == str(EXAMPLE)
+        assert f"[rank{evidence['rank']}]" in evidence["text"]  # the rank that printed it
         assert lines[evidence["line"] - 1] == evidence["text"]
     texts = [e["text"] for e in first["evidence"]]
     assert "[rank2] step 9 loss=" in texts[0]  # the scale collapsing below 128
@@ -75,7 +76,8 @@ def test_stdin_and_exit_code_flag() -> None:
     assert json.loads(healthy.stdout) == {
         "initiating_rank": None, "initiating_basis": "undetermined", "initiating_host": None,
         "initiating_reason": "", "diagnoses": [], "unexplained": [], "ranks": {},
-        "series": {"loss": {"rank": None, "points": [[1.0, 2.0], [2.0, 1.9]], "anomalies": []}}}
+        "series": {"loss": {"rank": None, "points": [[1.0, 2.0], [2.0, 1.9]], "anomalies": [],
+                            "other_ranks": {}}}}
 
 
 def test_directory_of_logs_is_read_recursively(tmp_path: Path,

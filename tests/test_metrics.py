@@ -395,3 +395,36 @@ def test_a_short_chunk_reads_every_scale_line() -> None:
     assert len(text) < SHORT_CHUNK_CHARS
     assert [s.step for s in _samples(text)] == list(range(1, 41))
     assert all(s.repeats == 0 for s in _samples(text))
+
+
+def test_the_chart_shows_the_initiating_rank_and_keeps_the_others() -> None:
+    # Two ranks log their loss; rank 1 then raises (torch's message for a wrong batch shape).
+    text = "".join(f"[rank{r}]: step {s} loss {2.0 - s / 10 + r}\n"
+                   for s in range(5) for r in (0, 1))
+    text += ("[rank1]: Traceback (most recent call last):\n"
+             '[rank1]:   File "train.py", line 9, in <module>\n'
+             "[rank1]: RuntimeError: mat1 and mat2 shapes cannot be multiplied (16x7 and 8x1)\n")
+    diagnosis = diagnose_text(text, bundled())
+    assert diagnosis.initiating_rank == 1
+    (loss,) = diagnosis.series
+    assert loss.rank == 1
+    assert loss.points[0] == (0.0, 3.0)
+    assert [rank for rank, _ in loss.other_ranks] == [0]
+    assert loss.other_ranks[0][1][0] == (0.0, 2.0)
+
+
+def test_metric_lines_of_a_per_rank_file_are_that_ranks() -> None:
+    # rank0.log … rank3.log without prefixes (tests/fixtures/per-rank-files): the loss lines of
+    # each file are its rank's series, not one series of interleaved ranks.
+    from trainmedic.diagnosis.engine import diagnose
+    from trainmedic.logs.inputs import expand, opened
+
+    folder = Path(__file__).parent / "fixtures" / "per-rank-files"
+    files, _ = expand([str(folder)])
+    with opened(files) as streams:
+        diagnosis = diagnose(streams, bundled())
+    (loss,) = diagnosis.series
+    assert (loss.rank, [rank for rank, _ in loss.other_ranks]) == (1, [0, 2, 3])
+    words = (folder / "rank3.log").read_text().split()
+    logged = [float(words[i + 1]) for i, word in enumerate(words) if word == "loss"]
+    assert [value for _, value in dict(loss.other_ranks)[3]] == logged

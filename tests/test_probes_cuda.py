@@ -85,3 +85,19 @@ def test_no_driver_skips(monkeypatch: pytest.MonkeyPatch,
     assert cuda._driver_checks(_fake_torch("12.4", None), report) is False
     assert report.code == 0
     assert "SKIP  no NVIDIA driver visible" in capsys.readouterr().out
+
+
+def test_without_torch_one_line_names_the_interpreter(monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from trainmedic.probes import _torch
+
+    def no_torch(name: str) -> Any:
+        raise ImportError(f"No module named '{name}'")
+
+    monkeypatch.setattr(_torch.importlib, "import_module", no_torch)
+    assert _torch.import_torch("the CUDA stack") is None
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"cannot check the CUDA stack: {sys.executable} has no torch")
+    assert "python -m trainmedic" not in line  # trainmedic may not be installed there

@@ -86,6 +86,10 @@ mkdir -p "$RUN/data/User" "$RUN/extensions" "$RUN/bin"
 cp -r "$EXT/test/fixtures/workspace" "$RUN/workspace"
 # A real torchrun --log-dir (per-rank stdout/stderr/error.json), shared with the Python tests.
 cp -r "$REPO/tests/fixtures/torchrun-logdir" "$RUN/workspace/torchrun-logdir"
+# Per-rank files without prefixes (rank0.log … + launcher.log), a real hang, and the healthy
+# lines the test repeats into a 60 MB log: shared with the Python tests.
+cp -r "$REPO/tests/fixtures/per-rank-files" "$RUN/workspace/per-rank-files"
+cp "$REPO/tests/fixtures/launchers/torchrun-hang.log" "$REPO/tests/fixtures/lsp/healthy-2ranks.log" "$RUN/workspace/"
 # The server runs on the Python this test was given, found first on PATH as python3.
 PYTHON_EXE=$(command -v "$PYTHON")
 ln -s "$PYTHON_EXE" "$RUN/bin/python3"

@@ -5,18 +5,16 @@
 import * as path from 'path';
 import * as vscode from 'vscode';
 import { CatalogueEntries } from './catalogue';
+import { hasModule, pythonExtensionInterpreter } from './common/python';
 import { ServerManager, currentSettings } from './common/server';
 import { DiagnoseResult, failedFirst, parseDiagnoseResult, rootCause } from './diagnosis';
-import { FolderFile, LogText, isBinary, isLogFileName, joinLogs, selectWithinBudget } from './logFolder';
+import { LargeLogs, SYNC_LIMIT_BYTES } from './largeLogs';
 import { Locate } from './panel/model';
 import { ResultsPanel } from './panel/panel';
 import { DiagnosisStatus } from './statusBar';
 import { CommandOutput, TerminalWatcher } from './terminal';
 import { verificationCommandLine } from './verification';
 
-/** The most a log folder may send to the server at once. */
-const FOLDER_BUDGET_BYTES = 64 * 1024 * 1024;
-const FOLDER_MAX_FILES = 4096;
 const VERIFY_TERMINAL = 'TrainMedic: verify';
 
 interface LspRange {
@@ -24,14 +22,20 @@ interface LspRange {
     readonly end: { readonly line: number; readonly character: number };
 }
 
-/** One argument of the server's `trainmedic.diagnose`. */
-interface DiagnoseRequest {
-    readonly text: string;
-    readonly uri?: string;
-    readonly range?: LspRange;
-    /** Extra rule pack folders for this diagnosis only. */
-    readonly rulePacks?: readonly string[];
-}
+/** One argument of the server's `trainmedic.diagnose`: text, or files the server reads. */
+type DiagnoseRequest =
+    | {
+          readonly text: string;
+          readonly uri?: string;
+          readonly range?: LspRange;
+          /** Extra rule pack folders for this diagnosis only. */
+          readonly rulePacks?: readonly string[];
+      }
+    | {
+          /** Files and folders, read from disk by the CLI's own input code. */
+          readonly paths: readonly string[];
+          readonly rulePacks?: readonly string[];
+      };
 
 interface Shown {
     readonly result: DiagnoseResult;
@@ -42,6 +46,9 @@ interface Shown {
 class UserError extends Error {}
 
 const nowhere: Locate = () => undefined;
+
+/** Evidence of files the server read: the file and its line, as the CLI names them. */
+const onDisk: Locate = (ref) => (ref.path.startsWith('<') ? undefined : { uri: vscode.Uri.file(ref.path).toString(), line: ref.line - 1 });
 
 function lspRange(range: vscode.Range): LspRange {
     return {
@@ -68,6 +75,12 @@ export class Commands implements vscode.Disposable {
     private last: Shown | undefined;
     private readonly panel: ResultsPanel;
     private readonly disposables: { dispose(): unknown }[] = [];
+    /** Diagnosed documents the server is never told about (untitled ones): theirs to clear. */
+    private readonly unsynced = new Set<string>();
+    /** The training environment's Python (the Python extension's active one), for probes. */
+    private trainingPython: string | undefined;
+    /** The diagnosis of each large log opened, while its file is unchanged (reading one takes a while). */
+    private readonly largeLogResults = new Map<string, { readonly stamp: string; readonly result: DiagnoseResult }>();
 
     constructor(
         context: vscode.ExtensionContext,
@@ -83,7 +96,27 @@ export class Commands implements vscode.Disposable {
             copy: (text, what) => this.copy(text, what),
             showEntry: (ruleId) => this.entries.show(ruleId),
         });
-        this.disposables.push(this.panel, terminals.onDidFailCommand((output) => this.offerFailedCommand(output)));
+        this.disposables.push(
+            this.panel,
+            terminals.onDidFailCommand((output) => this.offerFailedCommand(output)),
+            new LargeLogs(
+                (file) => this.diagnoseOpenedLargeLog(file),
+                (file) => {
+                    this.largeLogResults.delete(file.toString());
+                    this.server.forgetDiagnostics(file);
+                },
+            ),
+            server.onDidChangeState(() => {
+                this.largeLogResults.clear();
+                void this.findTrainingPython();
+            }),
+            vscode.workspace.onDidCloseTextDocument((document) => {
+                const uri = document.uri.toString();
+                if (this.unsynced.delete(uri)) {
+                    this.server.forgetDiagnostics(document.uri);
+                }
+            }),
+        );
     }
 
     /** Registers every command; the registrations are the caller's to dispose. */
@@ -138,11 +171,19 @@ export class Commands implements vscode.Disposable {
     }
 
     private async requestDiagnosis(request: DiagnoseRequest, origin: string): Promise<DiagnoseResult> {
-        this.log.info(`Diagnosing ${origin} (${request.text.length} characters)`);
-        return vscode.window.withProgress(
+        this.log.info(`Diagnosing ${origin} (${'text' in request ? `${request.text.length} characters` : request.paths.join(', ')})`);
+        const started = Date.now();
+        const result = await vscode.window.withProgress(
             { location: vscode.ProgressLocation.Window, title: 'TrainMedic: diagnosing' },
             async () => parseDiagnoseResult(await this.server.execute('trainmedic.diagnose', [request])),
         );
+        const root = rootCause(result);
+        const rank = result.initiatingRank === null ? '' : `, initiating rank ${result.initiatingRank}`;
+        this.log.info(`Diagnosed ${origin} in ${((Date.now() - started) / 1000).toFixed(1)} s: ${root ? `${root.ruleId}${rank}` : 'no root cause'}`);
+        for (const warning of result.warnings) {
+            this.log.warn(warning);
+        }
+        return result;
     }
 
     private present(shown: Shown): void {
@@ -151,9 +192,71 @@ export class Commands implements vscode.Disposable {
         this.panel.show(shown.result, shown.origin, shown.locate);
     }
 
+    /** A file in the active tab that VS Code does not sync to extensions (over 50 MB). */
+    private async activeLargeFile(): Promise<vscode.Uri | undefined> {
+        const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+        const uri = input instanceof vscode.TabInputText ? input.uri : undefined;
+        if (uri?.scheme !== 'file') {
+            return undefined;
+        }
+        const size = await vscode.workspace.fs.stat(uri).then((s) => s.size, () => 0);
+        return size >= SYNC_LIMIT_BYTES ? uri : undefined;
+    }
+
+    /** Files and folders read by the server, as `trainmedic diagnose PATH...` reads them. */
+    private async diagnosePaths(paths: readonly vscode.Uri[], origin: string): Promise<DiagnoseResult> {
+        const result = await this.requestDiagnosis({ paths: paths.map((p) => p.fsPath) }, origin);
+        this.present({ result, origin, locate: onDisk });
+        return result;
+    }
+
+    /** When the file was last changed, as far as its size and time tell. */
+    private async stamp(file: vscode.Uri): Promise<string> {
+        const stat = await vscode.workspace.fs.stat(file);
+        return `${stat.size}:${stat.mtime}`;
+    }
+
+    /** A large log: its diagnosis on open when the file has not changed since, else a new one. */
+    private async diagnoseLargeLog(file: vscode.Uri): Promise<void> {
+        const kept = this.largeLogResults.get(file.toString());
+        const stamp = await this.stamp(file);
+        if (kept?.stamp === stamp) {
+            this.log.info(`${fileName(file)} is unchanged since it was diagnosed on open: showing that diagnosis`);
+            this.present({ result: kept.result, origin: fileName(file), locate: onDisk });
+            return;
+        }
+        const result = await this.diagnosePaths([file], fileName(file));
+        this.largeLogResults.set(file.toString(), { stamp, result });
+    }
+
+    /** A log too big for VS Code to sync, opened in a tab: diagnosed on open like any log. */
+    private async diagnoseOpenedLargeLog(file: vscode.Uri): Promise<void> {
+        if (!currentSettings(this.log).diagnoseOnOpen || this.server.state !== 'running') {
+            return;
+        }
+        this.log.info(`${fileName(file)} is over VS Code's ${SYNC_LIMIT_BYTES / 1024 / 1024} MB limit for extensions: the server reads it from disk`);
+        try {
+            // ifLog: only when the file is a log by trainmedic.logGlobs (the server answers null otherwise).
+            const stamp = await this.stamp(file);
+            const answer = await this.server.execute('trainmedic.diagnose', [{ paths: [file.fsPath], ifLog: true }]);
+            if (answer !== null) {
+                const result = parseDiagnoseResult(answer);
+                this.largeLogResults.set(file.toString(), { stamp, result });
+                this.status.showDiagnosis(result, fileName(file));
+            }
+        } catch (error) {
+            this.log.warn(`Could not diagnose ${file.fsPath}: ${String(error)}`);
+        }
+    }
+
     private async diagnoseSelection(): Promise<void> {
         const editor = vscode.window.activeTextEditor;
         if (!editor) {
+            const large = await this.activeLargeFile();
+            if (large) {
+                await this.diagnoseLargeLog(large);
+                return;
+            }
             throw new UserError('open a log or a traceback in an editor first.');
         }
         const document = editor.document;
@@ -167,6 +270,9 @@ export class Commands implements vscode.Disposable {
         const origin = selection.isEmpty ? name : `${name}, lines ${range.start.line + 1}–${range.end.line + 1}`;
         const uri = document.uri.toString();
         const result = await this.requestDiagnosis({ text, uri, range: lspRange(range) }, origin);
+        if (document.uri.scheme !== 'file') {
+            this.unsynced.add(uri);
+        }
         this.present({ result, origin, locate: (ref) => ({ uri, line: range.start.line + ref.line - 1 }) });
     }
 
@@ -248,26 +354,6 @@ export class Commands implements vscode.Disposable {
         }
     }
 
-    private async listLogFiles(folder: vscode.Uri): Promise<FolderFile[]> {
-        const found: FolderFile[] = [];
-        const walk = async (dir: vscode.Uri): Promise<void> => {
-            const entries = await vscode.workspace.fs.readDirectory(dir);
-            for (const [name, type] of entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-                if (found.length >= FOLDER_MAX_FILES || type & vscode.FileType.SymbolicLink) {
-                    continue;
-                }
-                const child = vscode.Uri.joinPath(dir, name);
-                if (type === vscode.FileType.Directory) {
-                    await walk(child);
-                } else if (type === vscode.FileType.File && isLogFileName(name)) {
-                    found.push({ path: child.fsPath, size: (await vscode.workspace.fs.stat(child)).size });
-                }
-            }
-        };
-        await walk(folder);
-        return found;
-    }
-
     /** Diagnoses `given` (the Explorer's folder), or a folder the user picks. */
     private async diagnoseLogFolder(given: vscode.Uri | undefined): Promise<void> {
         const picked = given ? [given] : await vscode.window.showOpenDialog({
@@ -282,31 +368,7 @@ export class Commands implements vscode.Disposable {
         if (!folder) {
             return;
         }
-        const { files, skipped } = selectWithinBudget(await this.listLogFiles(folder), FOLDER_BUDGET_BYTES);
-        if (files.length === 0) {
-            throw new UserError(`${folder.fsPath} has no log files (*.log, *.out, *.err, *.txt, *.json, stdout, stderr, slurm-*).`);
-        }
-        const firstSkipped = skipped[0];
-        if (firstSkipped) {
-            void vscode.window.showWarningMessage(
-                `TrainMedic: ${skipped.length} file(s) left out to stay within ${FOLDER_BUDGET_BYTES / 1024 / 1024} MiB, first ${firstSkipped.path}.`,
-            );
-        }
-        const decoder = new TextDecoder('utf-8');
-        const logs: LogText[] = [];
-        for (const file of files) {
-            const uri = vscode.Uri.file(file.path);
-            const bytes = await vscode.workspace.fs.readFile(uri);
-            if (isBinary(bytes)) {
-                this.log.info(`Log folder: ${file.path} is binary, left out`);
-            } else {
-                logs.push({ uri: uri.toString(), text: decoder.decode(bytes) });
-            }
-        }
-        const joined = joinLogs(logs);
-        const origin = `${logs.length} log file(s) in ${path.basename(folder.fsPath)}`;
-        const result = await this.requestDiagnosis({ text: joined.text }, origin);
-        this.present({ result, origin, locate: (ref) => joined.place(ref.line) });
+        await this.diagnosePaths([folder], `the logs in ${path.basename(folder.fsPath)}`);
     }
 
     private showLastDiagnosis(): void {
@@ -316,8 +378,18 @@ export class Commands implements vscode.Disposable {
         this.present(this.last);
     }
 
+    private async findTrainingPython(): Promise<void> {
+        const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+        this.trainingPython = await pythonExtensionInterpreter(folder, vscode.workspace.isTrusted, this.log);
+    }
+
+    /** Probes run where the training runs: the training environment's Python, else the server's. */
+    private verificationPython(): string | undefined {
+        return this.trainingPython ?? this.server.interpreter?.executable;
+    }
+
     private verifyCommandLine(command: string): string {
-        return verificationCommandLine(command, this.server.interpreter?.executable, process.platform);
+        return verificationCommandLine(command, this.verificationPython(), process.platform);
     }
 
     /** Types the command into the verification terminal: only ever on the user's click, only when trusted. */
@@ -344,6 +416,12 @@ export class Commands implements vscode.Disposable {
                 env: { PYTHONPATH: [libs, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) },
             });
         terminal.show();
+        const python = this.verificationPython();
+        if (python && /^trainmedic\s+probe\b/.test(command.trim()) && (await hasModule(python, 'torch')) === false) {
+            void vscode.window.showWarningMessage(
+                `TrainMedic: ${python} has no torch, so the probe cannot test anything there: select the training environment (Python: Select Interpreter).`,
+            );
+        }
         const line = this.verifyCommandLine(command);
         this.log.info(`Verification: ${line}`);
         terminal.sendText(line, true);

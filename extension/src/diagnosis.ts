@@ -8,6 +8,8 @@ export interface Evidence {
     readonly path: string;
     /** 1-based line number within the text that was diagnosed. */
     readonly line: number;
+    /** The rank that printed the line (its prefix, its file's name), null when none did. */
+    readonly rank: number | null;
     readonly text: string;
 }
 
@@ -22,6 +24,8 @@ export interface Finding {
     readonly evidence: readonly Evidence[];
     readonly fix: string;
     readonly verify: string;
+    /** Rule ids of the catalogue's related entries. */
+    readonly related: readonly string[];
 }
 
 export interface LineRef {
@@ -48,10 +52,14 @@ export interface Anomaly extends LineRef {
 export interface MetricSeries {
     readonly name: string;
     readonly rank: number | null;
-    /** [step, value]; value null where it was not finite (NaN, inf). */
-    readonly points: readonly (readonly [number, number | null])[];
+    readonly points: readonly Point[];
     readonly anomalies: readonly Anomaly[];
+    /** The same metric of the other ranks, lowest rank first. */
+    readonly otherRanks: readonly { readonly rank: number; readonly points: readonly Point[] }[];
 }
+
+/** [step, value]; value null where it was not finite (NaN, inf). */
+export type Point = readonly [number, number | null];
 
 export interface DiagnoseResult {
     readonly initiatingRank: number | null;
@@ -66,6 +74,8 @@ export interface DiagnoseResult {
     readonly ranks: readonly RankReport[];
     readonly markdown: string;
     readonly series: readonly MetricSeries[];
+    /** What reading files skipped or cut (a diagnosis of paths). */
+    readonly warnings: readonly string[];
 }
 
 export class MalformedResultError extends Error {
@@ -120,7 +130,7 @@ function lineRef(value: unknown, where: string): LineRef {
 
 function evidence(value: unknown, where: string): Evidence {
     const ev = object(value, where);
-    return { ...lineRef(ev, where), text: string(ev.text, `${where}.text`) };
+    return { ...lineRef(ev, where), rank: rankOrNull(ev.rank, `${where}.rank`), text: string(ev.text, `${where}.text`) };
 }
 
 function finding(value: unknown, where: string): Finding {
@@ -138,6 +148,7 @@ function finding(value: unknown, where: string): Finding {
         evidence: array(d.evidence, `${where}.evidence`).map((e, i) => evidence(e, `${where}.evidence[${i}]`)),
         fix: string(d.fix, `${where}.fix`),
         verify: string(d.verify, `${where}.verify`),
+        related: array(d.related ?? [], `${where}.related`).map((r, i) => string(r, `${where}.related[${i}]`)),
     };
 }
 
@@ -187,6 +198,16 @@ function metricSeries(name: string, value: unknown): MetricSeries {
         rank: rankOrNull(s.rank, `${where}.rank`),
         points: array(s.points, `${where}.points`).map((p, i) => point(p, `${where}.points[${i}]`)),
         anomalies: array(s.anomalies ?? [], `${where}.anomalies`).map((a, i) => anomaly(a, `${where}.anomalies[${i}]`)),
+        otherRanks: Object.entries(object(s.other_ranks ?? {}, `${where}.other_ranks`))
+            .map(([key, points]) => {
+                const at = `${where}.other_ranks.${key}`;
+                const rank = Number(key);
+                if (!Number.isInteger(rank)) {
+                    throw new MalformedResultError(at);
+                }
+                return { rank, points: array(points, at).map((p, i) => point(p, `${at}[${i}]`)) };
+            })
+            .sort((a, b) => a.rank - b.rank),
     };
 }
 
@@ -202,6 +223,7 @@ export function parseDiagnoseResult(value: unknown): DiagnoseResult {
         ranks: rankReports(r.ranks),
         markdown: r.markdown === undefined ? '' : string(r.markdown, 'markdown'),
         series: Object.entries(object(r.series ?? {}, 'series')).map(([name, s]) => metricSeries(name, s)),
+        warnings: array(r.warnings ?? [], 'warnings').map((w, i) => string(w, `warnings[${i}]`)),
     };
 }
 

@@ -10,6 +10,30 @@ const OUTPUT_LIMIT = 4 * 1024 * 1024;
 /** How long to wait for the rest of a command's output after it ended. */
 const DRAIN_TIMEOUT_MS = 2000;
 
+/**
+ * The output of the terminal's last command as the terminal shows it, when the stream missed
+ * it: VS Code streams only what is written after the extension hears that the command started,
+ * and a command that prints and exits at once (`cat x.log; false`) is done before that. Read
+ * through the clipboard (there is no other way), which is restored.
+ */
+export type LastOutputReader = (terminal: vscode.Terminal) => Promise<string>;
+
+export const copyLastCommandOutput: LastOutputReader = async (terminal) => {
+    if (vscode.window.activeTerminal !== terminal) {
+        return '';
+    }
+    const saved = await vscode.env.clipboard.readText();
+    await vscode.env.clipboard.writeText('');
+    try {
+        await vscode.commands.executeCommand('workbench.action.terminal.copyLastCommandOutput');
+        return await vscode.env.clipboard.readText();
+    } catch {
+        return '';
+    } finally {
+        await vscode.env.clipboard.writeText(saved);
+    }
+};
+
 export interface CommandOutput {
     readonly terminal: vscode.Terminal;
     readonly commandLine: string;
@@ -33,7 +57,7 @@ export class TerminalWatcher implements vscode.Disposable {
     /** A command ended with a non-zero exit code. */
     readonly onDidFailCommand = this.failedEmitter.event;
 
-    constructor() {
+    constructor(private readonly readLastOutput: LastOutputReader = copyLastCommandOutput) {
         this.disposables = [
             this.failedEmitter,
             vscode.window.onDidStartTerminalShellExecution((e) => this.reading.set(e.execution, this.read(e.execution))),
@@ -80,12 +104,19 @@ export class TerminalWatcher implements vscode.Disposable {
             return;
         }
         await Promise.race([reading.done, new Promise((resolve) => setTimeout(resolve, DRAIN_TIMEOUT_MS))]);
+        let text = reading.buffer.text();
+        let truncated = reading.buffer.truncated;
+        if (text.trim() === '') {
+            const shown = await this.readLastOutput(event.terminal);
+            text = shown.length > OUTPUT_LIMIT ? shown.slice(-OUTPUT_LIMIT) : shown;
+            truncated = shown.length > OUTPUT_LIMIT;
+        }
         const output: CommandOutput = {
             terminal: event.terminal,
             commandLine: event.execution.commandLine.value,
             exitCode: event.exitCode,
-            text: reading.buffer.text(),
-            truncated: reading.buffer.truncated,
+            text,
+            truncated,
         };
         this.last.set(event.terminal, output);
         this.latest = output;

@@ -129,6 +129,8 @@ class Plot:
     rank: int | None
     points: tuple[tuple[float, float | None], ...]  # None: NaN or inf
     anomalies: tuple[Anomaly, ...] = ()
+    # The other ranks' points of the same metric, by rank, for a chart that switches rank.
+    other_ranks: tuple[tuple[int, tuple[tuple[float, float | None], ...]], ...] = ()
 
 
 @dataclass(frozen=True)

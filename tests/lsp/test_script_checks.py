@@ -124,6 +124,39 @@ async def test_hover_explains_why_and_the_fix(client: LanguageClient, tmp_path: 
     assert hover.range == diagnostics[0].range
 
 
+async def hover_text(client: LanguageClient, path: Path, tmp_path: Path) -> str:
+    uri, _, diagnostics = await opened(client, path, tmp_path)
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=diagnostics[0].range.start))
+    assert hover is not None
+    assert isinstance(hover.contents, types.MarkupContent)
+    return hover.contents.value
+
+
+@pytest.mark.asyncio
+async def test_a_config_hover_shows_the_fix_in_the_configs_own_terms(
+        client: LanguageClient, tmp_path: Path) -> None:
+    text = await hover_text(client, FIXTURES / "TM109" / "positive-accelerate.yaml", tmp_path)
+
+    assert "mixed_precision: bf16" in text
+    assert "TrainingArguments" not in text  # the Python way is not the YAML file's
+
+
+@pytest.mark.asyncio
+async def test_a_json_hover_offers_no_comment_json_cannot_hold(client: LanguageClient,
+                                                               tmp_path: Path) -> None:
+    json_text = await hover_text(client, FIXTURES / "TM107" / "positive-deepspeed.json",
+                                 tmp_path)
+    python_text = await hover_text(client, FIXTURES / "TM107" / "positive-growth-disabled.py",
+                                   tmp_path)
+
+    assert "# trainmedic: ignore[TM107]" in python_text
+    assert "# trainmedic: ignore" not in json_text
+    assert "JSON has no comments" in json_text
+    assert '"loss_scale": 0' in json_text
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("code", FIXABLE)
 async def test_quick_fix_removes_the_finding(client: LanguageClient, tmp_path: Path,

@@ -3,8 +3,10 @@
  *   1. the `trainmedic.interpreter` setting,
  *   2. the Python extension's active environment (when that extension is installed),
  *   3. `python3`, then `python`, on PATH.
- * The first candidate that runs and is Python 3.10 or newer wins. Pure: the caller passes the
- * probe (which runs the candidate) and the Python extension lookup.
+ * The first candidate that runs and is Python 3.10 or newer wins, except that a setting which
+ * does not work stops the search: the user asked for that interpreter, and quietly running
+ * another would hide the mistake. Pure: the caller passes the probe (which runs the candidate)
+ * and the Python extension lookup.
  */
 import { Logger } from './logger';
 
@@ -110,8 +112,17 @@ export async function resolveInterpreter(sources: Sources, probe: Probe, log: Lo
             return { interpreter, attempts };
         }
         log.warn(`Interpreter: ${source}: ${command} ${attempt.rejected ?? ''}`);
+        if (source === 'trainmedic.interpreter') {
+            return { interpreter: undefined, attempts };
+        }
     }
     return { interpreter: undefined, attempts };
+}
+
+/** The one line for a `trainmedic.interpreter` that does not work, else undefined. */
+export function settingProblem(attempts: readonly Attempt[]): string | undefined {
+    const setting = attempts.find((a) => a.source === 'trainmedic.interpreter' && a.rejected !== undefined);
+    return setting && `trainmedic.interpreter "${setting.command}" ${setting.rejected ?? ''}: set it to a Python 3.10+ or clear it.`;
 }
 
 /** One line per candidate tried, for the notification when none worked. */

@@ -95,6 +95,16 @@ export const probePython: Probe = (command) =>
         });
     });
 
+/** Whether `python` can import `module` (undefined when it did not run). */
+export function hasModule(python: string, module: string): Promise<boolean | undefined> {
+    const check = `import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(${JSON.stringify(module)}) else 3)`;
+    return new Promise((resolve) => {
+        const child = execFile(python, ['-c', check], { timeout: PROBE_TIMEOUT_MS, windowsHide: true }, (error) => {
+            resolve(!error ? true : child.exitCode === 3 ? false : undefined);
+        });
+    });
+}
+
 /** Lets the user pick Python: through the Python extension when installed, else a file dialog. */
 export async function selectInterpreter(): Promise<void> {
     if (isPythonExtensionInstalled()) {

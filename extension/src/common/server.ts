@@ -14,8 +14,9 @@ import {
     ServerOptions,
     State,
 } from 'vscode-languageclient/node';
-import { Interpreter, describeAttempts, pathNames, resolveInterpreter } from './interpreter';
+import { Interpreter, describeAttempts, pathNames, resolveInterpreter, settingProblem } from './interpreter';
 import { probePython, pythonExtensionInterpreter, selectInterpreter } from './python';
+import { ENTRY_SCHEME } from '../catalogue';
 import { CoalescingRunner } from './serial';
 import { PathContext, SECTION, ServerSettings, Settings, interpreterCommand, readSettings, serverLaunch, toServerSettings } from './settings';
 
@@ -39,6 +40,39 @@ export function currentSettings(log: vscode.LogOutputChannel): Settings {
             log.warn(problem);
         },
     );
+}
+
+/** The server's entry links (`…/rules/<id>`) as the extension's own catalogue documents. */
+const ENTRY_LINK = /\/rules\/([a-z0-9][a-z0-9-]*)$/;
+
+function withLocalEntryLink(diagnostic: vscode.Diagnostic): vscode.Diagnostic {
+    const code = diagnostic.code;
+    const id = typeof code === 'object' && code.target.scheme === 'https' ? ENTRY_LINK.exec(code.target.path)?.[1] : undefined;
+    if (id && typeof code === 'object') {
+        diagnostic.code = { value: code.value, target: vscode.Uri.from({ scheme: ENTRY_SCHEME, path: `/${id}.md` }) };
+    }
+    return diagnostic;
+}
+
+/** A hover's links to catalogue entries as the Show Entry command, the only command it may run. */
+function withLocalEntryLinks(hover: vscode.Hover | null | undefined): vscode.Hover | null | undefined {
+    if (!hover) {
+        return hover;
+    }
+    const contents = hover.contents.map((part) => {
+        const text = typeof part === 'string' ? part : 'value' in part && !('language' in part) ? part.value : undefined;
+        if (text === undefined || !/\]\(https:\/\/[^)\s]*\/rules\/[a-z0-9-]+\)/.test(text)) {
+            return part;
+        }
+        const local = new vscode.MarkdownString(
+            text.replace(/\]\(https:\/\/[^)\s]*\/rules\/([a-z0-9][a-z0-9-]*)\)/g, (_, id: string) =>
+                `](command:trainmedic.showEntry?${encodeURIComponent(JSON.stringify([id]))} "Open the catalogue entry")`,
+            ),
+        );
+        local.isTrusted = { enabledCommands: ['trainmedic.showEntry'] };
+        return local;
+    });
+    return new vscode.Hover(contents, hover.range);
 }
 
 function pathContext(): PathContext {
@@ -98,6 +132,11 @@ export class ServerManager implements vscode.Disposable {
         return client.sendRequest(ExecuteCommandRequest.type, { command, arguments: args });
     }
 
+    /** Drops the server's diagnostics of a document it was never told about (an untitled one, closed). */
+    forgetDiagnostics(uri: vscode.Uri): void {
+        this.client?.diagnostics?.delete(uri);
+    }
+
     async dispose(): Promise<void> {
         await this.stop();
         this.stateEmitter.dispose();
@@ -144,6 +183,12 @@ export class ServerManager implements vscode.Disposable {
         this.interpreterInUse = resolution.interpreter;
         if (!resolution.interpreter) {
             this.setState('noPython');
+            const problem = settingProblem(resolution.attempts);
+            if (problem) {
+                this.log.error(`Server: not started: ${problem}`);
+                void this.offerInterpreterChoice(`TrainMedic: ${problem}`);
+                return;
+            }
             this.log.error(`Server: no usable Python 3.10+ found; tried ${describeAttempts(resolution.attempts)}`);
             void this.offerInterpreterChoice();
             return;
@@ -198,6 +243,12 @@ export class ServerManager implements vscode.Disposable {
             revealOutputChannelOn: RevealOutputChannelOn.Never,
             initializationOptions: serverSettings,
             middleware: {
+                // The server links each diagnostic's code to its catalogue entry by a web address
+                // no one serves; in VS Code the entry opens from the bundled catalogue instead.
+                handleDiagnostics: (uri, diagnostics, next) => {
+                    next(uri, diagnostics.map(withLocalEntryLink));
+                },
+                provideHover: async (document, position, token, next) => withLocalEntryLinks(await next(document, position, token)),
                 workspace: {
                     // The server asks for the `trainmedic` section: answer with what it needs,
                     // including Workspace Trust, which is not a user setting.
@@ -215,10 +266,12 @@ export class ServerManager implements vscode.Disposable {
         return new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions);
     }
 
-    private async offerInterpreterChoice(): Promise<void> {
+    private async offerInterpreterChoice(
+        message = 'TrainMedic needs Python 3.10 or newer to run its local server, and none was found. ' +
+            'Select an interpreter, or set trainmedic.interpreter.',
+    ): Promise<void> {
         const choice = await vscode.window.showErrorMessage(
-            'TrainMedic needs Python 3.10 or newer to run its local server, and none was found. ' +
-                'Select an interpreter, or set trainmedic.interpreter.',
+            message,
             'Select interpreter',
             'Show output',
         );

@@ -110,13 +110,21 @@ function anomalyList(chart: ChartModel): string {
     return `<ul class="anomalies" aria-label="Anomalies in ${escapeHtml(chart.title.toLowerCase())}">${items}</ul>`;
 }
 
+/** A choice of the rank whose series the chart shows; the webview redraws on a change. */
+function rankPicker(chart: ChartModel, index: number): string {
+    const options = chart.series
+        .map((s, j) => `<option value="${j}"${j === 0 ? ' selected' : ''}>rank ${s.rank ?? '?'}</option>`)
+        .join('');
+    return `<select class="chart-rank" data-chart-rank="${index}" aria-label="Rank shown in the ${escapeHtml(chart.title.toLowerCase())} chart">${options}</select>`;
+}
+
 function chartsSection(charts: readonly ChartModel[]): string {
     if (charts.length === 0) {
         return '';
     }
     const boxes = charts
         .map((c, i) => {
-            const rank = c.rank === null ? '' : ` <span class="ev-meta">rank ${c.rank}</span>`;
+            const rank = c.series.length > 1 ? rankPicker(c, i) : c.rank === null ? '' : ` <span class="ev-meta">rank ${c.rank}</span>`;
             return `<figure class="chart"><figcaption>${escapeHtml(c.title)}${rank}</figcaption><div class="chart-body" data-chart="${i}"></div>${anomalyList(c)}</figure>`;
         })
         .join('');
@@ -147,7 +155,7 @@ function rootSections(model: PanelModel, options: PanelOptions): string {
     return `<header><h1>${escapeHtml(root.title)}</h1>
 <p class="meta">${entryLink(root.ruleId)} · confidence ${root.confidencePercent}% · ${escapeHtml(model.origin)}</p></header>
 <section class="initiating" aria-labelledby="h-rank"><h2 id="h-rank">Initiating rank</h2>
-<p class="rank-value">${escapeHtml(initiating)}</p><p class="why">${escapeHtml(model.why)}</p>${basis}</section>
+<p class="rank-value${model.initiatingRank === null ? ' undetermined' : ''}">${escapeHtml(initiating)}</p><p class="why">${escapeHtml(model.why)}${model.whyLine ? ` First failure: ${lineLink(model.whyLine)}.` : ''}</p>${basis}</section>
 <section aria-labelledby="h-fix"><h2 id="h-fix">Fix</h2><pre class="fix">${escapeHtml(root.fix)}</pre>
 <div class="actions"><button type="button" class="secondary" data-action="copyFix">Copy fix</button></div></section>
 <section aria-labelledby="h-verify"><h2 id="h-verify">Verify</h2><pre class="verify"><code>${escapeHtml(root.verify)}</code></pre>

@@ -1,7 +1,7 @@
 /**
  * Diagnosis → what the results panel shows. Pure: no VS Code API, so it is unit-tested directly.
  */
-import { DiagnoseResult, Finding, LineRef, MetricSeries, RankReport, rootCause } from '../diagnosis';
+import { DiagnoseResult, Finding, LineRef, MetricSeries, Point, RankReport, rootCause } from '../diagnosis';
 
 /** Where an evidence line lives in the editor: a document URI and a 0-based line. */
 export interface Place {
@@ -40,15 +40,23 @@ export interface AnomalyRow {
     readonly link: LineLink;
 }
 
-export interface ChartModel {
-    readonly title: string;
-    readonly logScale: boolean;
-    /** The rank plotted, or null when the lines name none. */
+/** One rank's line of a chart. */
+export interface ChartSeries {
+    /** The rank, or null when the lines name none. */
     readonly rank: number | null;
     readonly steps: readonly number[];
     readonly values: readonly (number | null)[];
     /** Aligned with steps: the value to mark where an anomaly happened, else null. */
     readonly marks: readonly (number | null)[];
+}
+
+export interface ChartModel {
+    readonly title: string;
+    readonly logScale: boolean;
+    /** The rank plotted first: the initiating rank when it logged the metric. */
+    readonly rank: number | null;
+    /** That rank's series first, then the other ranks', which the chart can switch to. */
+    readonly series: readonly ChartSeries[];
     readonly anomalies: readonly AnomalyRow[];
 }
 
@@ -68,6 +76,8 @@ export interface PanelModel {
     /** How the rank was chosen, in words that claim no order where the basis gives none. */
     readonly basis: string;
     readonly why: string;
+    /** The initiating rank's first failure, from the ranks' JSON. */
+    readonly whyLine: LineLink | undefined;
     readonly ranks: readonly RankRow[];
     readonly evidence: readonly EvidenceRow[];
     readonly related: readonly string[];
@@ -82,6 +92,7 @@ const METRICS: Readonly<Partial<Record<string, { title: string; logScale: boolea
     loss: { title: 'Loss', logScale: false },
     loss_scale: { title: 'Loss scale', logScale: true },
     grad_norm: { title: 'Gradient norm', logScale: true },
+    lr: { title: 'Learning rate', logScale: false },
 };
 
 /**
@@ -126,13 +137,6 @@ class Places {
         }
         return { label: lineLabel(ref, place), place: i };
     }
-
-    /** `text` with every `path:line` of the diagnosed text renamed to its place in the editor. */
-    relabel(text: string, paths: ReadonlySet<string>): string {
-        return text.replace(/(\S+):(\d+)/g, (whole, path: string, line: string) =>
-            paths.has(path) ? lineLabel({ path, line: Number(line) }, this.locate({ path, line: Number(line) })) : whole,
-        );
-    }
 }
 
 /** The server's bases in words (as its text and Markdown say them). */
@@ -154,10 +158,9 @@ function basisWords(result: DiagnoseResult): string {
 }
 
 /** Why the initiating rank is the one that started the failure (or why none is named). */
-function explainInitiatingRank(result: DiagnoseResult, places: Places): string {
+function explainInitiatingRank(result: DiagnoseResult): string {
     if (result.initiatingReason !== '') {
-        const paths = new Set(result.findings.flatMap((f) => f.evidence.map((e) => e.path)));
-        const reason = places.relabel(result.initiatingReason, paths);
+        const reason = result.initiatingReason;
         return `${reason.charAt(0).toUpperCase()}${reason.slice(1)}${reason.endsWith('.') ? '' : '.'}`;
     }
     if (result.ranks.length === 0) {
@@ -191,45 +194,41 @@ function evidenceRows(result: DiagnoseResult, places: Places): EvidenceRow[] {
         f.evidence.slice(0, EVIDENCE_SHOWN_PER_FINDING).map((e) => ({
             ruleId: f.ruleId,
             role: f.role,
-            rank: f.rank,
+            rank: e.rank,
             link: places.link(e),
             text: e.text,
         })),
     );
 }
 
-/**
- * The rule ids the server's Markdown lists as related: a `**Related:**` line (a diagnosis) or
- * the line under a `## Related` heading (a catalogue entry), each id in backticks.
- */
-export function relatedFromMarkdown(markdown: string): string[] {
-    const line = /^(?:\*\*Related:\*\*|## Related\s*\n+)([^\n]*)/m.exec(markdown)?.[1] ?? '';
-    return [...line.matchAll(/`([a-z0-9][a-z0-9-]*)`/g)].flatMap((m) => (m[1] ? [m[1]] : []));
-}
-
 function relatedIds(result: DiagnoseResult, root: Finding | undefined): string[] {
-    const ids = [...relatedFromMarkdown(result.markdown), ...result.findings.map((f) => f.ruleId)];
+    const ids = [...(root?.related ?? []), ...result.findings.map((f) => f.ruleId)];
     return [...new Set(ids)].filter((id) => id !== root?.ruleId);
 }
 
-function chart(series: MetricSeries, places: Places): ChartModel {
-    const info = METRICS[series.name] ?? { title: series.name.replace(/_/g, ' '), logScale: false };
-    const steps = series.points.map(([x]) => x);
-    const values = series.points.map(([, v]) => v);
+function chartSeries(rank: number | null, points: readonly Point[], series: MetricSeries): ChartSeries {
+    const steps = points.map(([x]) => x);
+    const values = points.map(([, v]) => v);
     const marks: (number | null)[] = values.map(() => null);
     for (const a of series.anomalies) {
-        const i = a.x === undefined ? -1 : steps.indexOf(a.x);
+        const i = a.x === undefined || a.rank !== rank ? -1 : steps.indexOf(a.x);
         if (i >= 0) {
             marks[i] = values[i] ?? null;
         }
     }
+    return { rank, steps, values, marks };
+}
+
+function chart(series: MetricSeries, places: Places): ChartModel {
+    const info = METRICS[series.name] ?? { title: series.name.replace(/_/g, ' '), logScale: false };
     return {
         title: info.title,
         logScale: info.logScale,
         rank: series.rank,
-        steps,
-        values,
-        marks,
+        series: [
+            chartSeries(series.rank, series.points, series),
+            ...series.otherRanks.map((other) => chartSeries(other.rank, other.points, series)),
+        ],
         anomalies: series.anomalies.map((a) => ({ detector: a.detector, rank: a.rank, link: places.link(a) })),
     };
 }
@@ -241,6 +240,11 @@ function buildCharts(series: readonly MetricSeries[], places: Places): ChartMode
         return i < 0 ? Number.MAX_SAFE_INTEGER : i;
     };
     return [...series].sort((a, b) => order(a.name) - order(b.name) || a.name.localeCompare(b.name)).map((s) => chart(s, places));
+}
+
+function initiatingLine(result: DiagnoseResult, places: Places): LineLink | undefined {
+    const first = result.ranks.find((r) => r.rank === result.initiatingRank)?.firstFailure;
+    return first ? places.link(first) : undefined;
 }
 
 export function buildPanelModel(result: DiagnoseResult, origin: string, locate: Locate): PanelModel {
@@ -258,7 +262,8 @@ export function buildPanelModel(result: DiagnoseResult, origin: string, locate: 
         initiatingRank: result.initiatingRank,
         initiatingHost: result.initiatingHost,
         basis: basisWords(result),
-        why: explainInitiatingRank(result, places),
+        why: explainInitiatingRank(result),
+        whyLine: initiatingLine(result, places),
         ranks: rankRows(result, places),
         evidence: evidenceRows(result, places),
         related: relatedIds(result, root),

@@ -110,7 +110,9 @@ export class ResultsPanel implements vscode.Disposable {
                 const place = model.places[message.place];
                 if (place) {
                     const line = new vscode.Range(place.line, 0, place.line, 0);
-                    await vscode.window.showTextDocument(vscode.Uri.parse(place.uri), { selection: line, viewColumn: vscode.ViewColumn.One });
+                    // Through the workbench, not a text document: a log over 50 MB has none.
+                    const options: vscode.TextDocumentShowOptions = { selection: line, viewColumn: vscode.ViewColumn.One };
+                    await vscode.commands.executeCommand('vscode.open', vscode.Uri.parse(place.uri), options);
                 }
                 break;
             }

@@ -6,6 +6,7 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './panel.css';
+import { STEP_INCREMENTS, finite, stepTick, tick, valueRange } from '../panel/axes';
 
 interface VsCodeApi {
     postMessage(message: unknown): void;
@@ -14,13 +15,17 @@ interface VsCodeApi {
 declare function acquireVsCodeApi(): VsCodeApi;
 
 /** What the extension embeds per chart (see ChartModel in src/panel/model.ts). */
-interface ChartData {
-    title: string;
-    logScale: boolean;
+interface SeriesData {
     rank: number | null;
     steps: number[];
     values: (number | null)[];
     marks: (number | null)[];
+}
+
+interface ChartData {
+    title: string;
+    logScale: boolean;
+    series: SeriesData[];
 }
 
 const vscode = acquireVsCodeApi();
@@ -58,20 +63,11 @@ function themeColour(name: string, fallback: string): string {
 const LOGARITHMIC = 3 as uPlot.Scale.Distr;
 const CHART_HEIGHT = 180;
 
-/** Axis numbers that fit: 1.4e10 rather than 14,000,000,000. */
-function tick(value: number): string {
-    const size = Math.abs(value);
-    if (size !== 0 && (size >= 1e5 || size < 1e-3)) {
-        return value.toExponential(2).replace(/\.?0+e/, 'e').replace('e+', 'e');
-    }
-    return String(Number(value.toPrecision(4)));
-}
-
 function positiveOrNull(values: (number | null)[]): (number | null)[] {
     return values.map((v) => (v !== null && v > 0 ? v : null));
 }
 
-function chartOptions(chart: ChartData, width: number): uPlot.Options {
+function chartOptions(chart: ChartData, series: SeriesData, width: number): uPlot.Options {
     const foreground = themeColour('--vscode-charts-foreground', themeColour('--vscode-foreground', '#888'));
     const grid = themeColour('--vscode-charts-lines', 'rgba(128,128,128,0.3)');
     const line = themeColour('--vscode-charts-blue', foreground);
@@ -80,22 +76,25 @@ function chartOptions(chart: ChartData, width: number): uPlot.Options {
     return {
         width,
         height: CHART_HEIGHT,
-        scales: { x: { time: false }, y: chart.logScale ? { distr: LOGARITHMIC } : {} },
+        scales: {
+            x: { time: false },
+            y: { ...(chart.logScale ? { distr: LOGARITHMIC } : {}), range: () => valueRange(series.values, chart.logScale) },
+        },
         axes: [
-            { ...axis, label: 'step' },
-            { ...axis, size: 64, values: (_u: uPlot, splits: number[]) => splits.map(tick) },
+            { ...axis, label: 'step', incrs: STEP_INCREMENTS, values: (_u: uPlot, splits: (number | null)[]) => splits.map(stepTick) },
+            { ...axis, size: 64, values: (_u: uPlot, splits: (number | null)[]) => splits.map(tick) },
         ],
         cursor: { drag: { x: false, y: false } },
         series: [
             { label: 'step' },
             {
-                label: chart.rank === null ? chart.title : `${chart.title}, rank ${chart.rank}`,
+                label: series.rank === null ? chart.title : `${chart.title}, rank ${series.rank}`,
                 stroke: line,
                 width: 1.5,
                 spanGaps: true,
                 value: (_u: uPlot, v: number | null) => (v === null ? '—' : tick(v)),
             },
-            ...(hasMarks(chart)
+            ...(hasMarks(series)
                 ? [
                       {
                           label: 'anomaly',
@@ -111,13 +110,13 @@ function chartOptions(chart: ChartData, width: number): uPlot.Options {
     };
 }
 
-function hasMarks(chart: ChartData): boolean {
-    return chart.marks.some((m) => m !== null);
+function hasMarks(series: SeriesData): boolean {
+    return series.marks.some((m) => m !== null);
 }
 
-function chartData(chart: ChartData): uPlot.AlignedData {
+function chartData(chart: ChartData, series: SeriesData): uPlot.AlignedData {
     const clean = chart.logScale ? positiveOrNull : (v: (number | null)[]) => v;
-    return hasMarks(chart) ? [chart.steps, clean(chart.values), clean(chart.marks)] : [chart.steps, clean(chart.values)];
+    return hasMarks(series) ? [series.steps, clean(series.values), clean(series.marks)] : [series.steps, clean(series.values)];
 }
 
 function drawCharts(): void {
@@ -126,30 +125,56 @@ function drawCharts(): void {
         return;
     }
     const charts = JSON.parse(source.textContent) as ChartData[];
-    const plots: uPlot[] = [];
-    const draw = (): void => {
-        for (const plot of plots.splice(0)) {
-            plot.destroy();
+    const shown = charts.map(() => 0); // which rank's series each chart shows
+    const plots = new Map<number, uPlot>();
+    const drawOne = (box: HTMLElement): void => {
+        const index = Number(box.dataset.chart);
+        const chart = charts[index];
+        const series = chart?.series[shown[index] ?? 0];
+        plots.get(index)?.destroy();
+        plots.delete(index);
+        box.replaceChildren();
+        if (!chart || !series) {
+            return;
         }
-        document.querySelectorAll<HTMLElement>('[data-chart]').forEach((box) => {
-            const chart = charts[Number(box.dataset.chart)];
-            if (chart) {
-                plots.push(new uPlot(chartOptions(chart, Math.max(box.clientWidth, 240)), chartData(chart), box));
-            }
-        });
+        if (finite(series.values, chart.logScale).length === 0) {
+            const note = document.createElement('p');
+            note.className = 'chart-empty';
+            note.textContent = chart.logScale ? 'No positive finite values to chart.' : 'No finite values to chart (NaN or inf).';
+            box.append(note);
+            return;
+        }
+        const options = chartOptions(chart, series, Math.max(box.clientWidth, 240));
+        const stroke = options.series[1]?.stroke;
+        box.dataset.stroke = typeof stroke === 'string' ? stroke : '';
+        plots.set(index, new uPlot(options, chartData(chart, series), box));
+    };
+    const draw = (): void => {
+        document.querySelectorAll<HTMLElement>('[data-chart]').forEach(drawOne);
     };
     draw();
+    document.addEventListener('change', (event) => {
+        const select = event.target instanceof HTMLSelectElement ? event.target : null;
+        const index = Number(select?.dataset.chartRank);
+        const box = document.querySelector<HTMLElement>(`[data-chart="${index}"]`);
+        if (select && box && Number.isInteger(index)) {
+            shown[index] = Number(select.value);
+            drawOne(box);
+        }
+    });
     // Follow the theme (body class) and the panel's width.
     new MutationObserver(draw).observe(document.body, { attributes: true, attributeFilter: ['class'] });
     let pending: number | undefined;
     new ResizeObserver(() => {
         window.clearTimeout(pending);
         pending = window.setTimeout(() => {
-            document.querySelectorAll<HTMLElement>('[data-chart]').forEach((box, i) => {
-                plots[i]?.setSize({ width: Math.max(box.clientWidth, 240), height: CHART_HEIGHT });
+            document.querySelectorAll<HTMLElement>('[data-chart]').forEach((box) => {
+                plots.get(Number(box.dataset.chart))?.setSize({ width: Math.max(box.clientWidth, 240), height: CHART_HEIGHT });
             });
         }, 100);
     }).observe(document.body);
 }
 
+// A new diagnosis starts at its top, wherever the last one was scrolled to.
+window.scrollTo(0, 0);
 drawCharts();

@@ -1,3 +1,4 @@
+/* global document, navigator, window -- used inside callbacks that run in the page */
 // Drives a real VS Code (code-server, with the TrainMedic VSIX installed) through its UI with
 // headless Chromium, as a user would: open a multi-rank log and read the root cause in the
 // Problems panel; select a traceback, run Diagnose Selection and read the results panel; open a
@@ -5,7 +6,7 @@
 // screenshot per step goes to ARTIFACTS. Run by scripts/e2e.sh, which sets CS_URL, WORKSPACE,
 // ARTIFACTS, PROFILE, CHROMIUM and, to refresh the README's picture, README_SHOT.
 // Prints one "N passed, N failed" line; exits non-zero when a step fails.
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
@@ -26,11 +27,23 @@ const README_SHOT = process.env.README_SHOT;
 const LOG = 'torchrun-amp.log';
 const LOG_DIR = 'torchrun-logdir'; // copied from tests/fixtures by scripts/e2e.sh
 const SCRIPT = 'train.py';
+const PER_RANK = 'per-rank-files'; // rank0.log … rank3.log without [rankN] prefixes, and launcher.log
+const HANG = 'torchrun-hang.log'; // rank 3 sleeps in a collective, ranks 0-2 time out
+const BIG = 'big-run.log'; // written by the test: over VS Code's 50 MB sync limit
+const METRICS = 'megatron-metrics.log'; // a constant loss scale, a grad norm within a decade, a NaN loss
+const CLIP = 'clip_scaled.py'; // clips scaled gradients, unscales after the clip
 const TRACEBACK = { first: 38, last: 45 }; // rank 0's traceback in the log, 1-based lines
 // The root cause's first evidence: rank 0's loss scale has halved five times, to 128 (step 9).
 const ROOT_CAUSE_LINE = 16;
 
 mkdirSync(ARTIFACTS, { recursive: true });
+
+// A long healthy two-rank run that ends in the failure of LOG, over VS Code's 50 MB limit for
+// extensions; written before the workspace opens, so Quick Open knows it.
+const BIG_BODY = readFileSync(join(WORKSPACE, 'healthy-2ranks.log'), 'utf8');
+const BIG_REPEATS = Math.ceil(60_000_000 / BIG_BODY.length);
+writeFileSync(join(WORKSPACE, BIG), BIG_BODY.repeat(BIG_REPEATS) + readFileSync(join(WORKSPACE, LOG), 'utf8'));
+const BIG_ROOT_LINE = (BIG_BODY.split('\n').length - 1) * BIG_REPEATS + ROOT_CAUSE_LINE;
 rmSync(PROFILE, { recursive: true, force: true });
 
 const context = await chromium.launchPersistentContext(PROFILE, {
@@ -92,6 +105,48 @@ async function goToLine(line) {
 
 /** The results panel's document: a webview is an iframe holding the active frame. */
 const resultsPanel = () => page.frameLocator('iframe.webview.ready').last().frameLocator('#active-frame');
+
+/** Diagnoses the whole active editor, as the keybinding does with nothing selected. */
+async function diagnoseActiveEditor(editor) {
+    await editor.locator('.view-lines').click();
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.press('Control+Alt+D');
+}
+
+/** Per chart of the results panel: how many pixels of the canvas have its line's colour. */
+async function chartPixels(panel) {
+    return panel.locator('.chart-body').evaluateAll((boxes) =>
+        boxes.map((box) => {
+            const canvas = box.querySelector('canvas');
+            const context = canvas?.getContext('2d');
+            if (!canvas || !context || !box.dataset.stroke) {
+                return 0;
+            }
+            const probe = document.createElement('canvas').getContext('2d');
+            probe.fillStyle = box.dataset.stroke;
+            probe.fillRect(0, 0, 1, 1);
+            const [r, g, b] = probe.getImageData(0, 0, 1, 1).data;
+            const { data } = context.getImageData(0, 0, canvas.width, canvas.height);
+            let count = 0;
+            for (let i = 0; i < data.length; i += 4) {
+                if (data[i + 3] > 128 && Math.abs(data[i] - r) + Math.abs(data[i + 1] - g) + Math.abs(data[i + 2] - b) < 60) {
+                    count += 1;
+                }
+            }
+            return count;
+        }),
+    );
+}
+
+/** The Problems panel's rows, as text. */
+async function problems() {
+    const panel = page.locator('.markers-panel').first();
+    if (!(await panel.isVisible())) {
+        await page.keyboard.press('Control+Shift+M'); // toggles: only when it is not shown
+        await panel.waitFor({ state: 'visible' });
+    }
+    return (await page.locator('.markers-panel .monaco-list-row').allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
+}
 
 const steps = [];
 const step = (name, run) => steps.push({ name, run });
@@ -239,13 +294,13 @@ step('Diagnose Log Folder… in the Explorer reads a torchrun --log-dir as one r
     await item.hover();
     await page.keyboard.press('Enter');
     const panel = resultsPanel();
-    await panel.locator('.meta', { hasText: ` log file(s) in ${LOG_DIR}` }).waitFor({ timeout: 60_000 });
+    await panel.locator('.meta', { hasText: `the logs in ${LOG_DIR}` }).waitFor({ timeout: 60_000 });
     const rank = (await panel.locator('.rank-value').innerText()).trim();
     if (rank !== 'rank 1') {
         throw new Error(`initiating rank of the log folder: ${rank}`);
     }
     await shot('10-log-folder-diagnosed');
-    // Evidence lines of the joined text open in the file they came from.
+    // Evidence lines open in the file they came from.
     const first = panel.locator('ul.evidence li.root a.line-ref').first();
     const label = (await first.innerText()).trim();
     await first.click();
@@ -317,6 +372,234 @@ step('the results panel follows a high-contrast theme', async () => {
     await panel.locator('.chart-body canvas').first().waitFor({ state: 'attached' });
     await page.waitForTimeout(300);
     await shot('15-results-panel-high-contrast');
+});
+
+step('Diagnose Log Folder… on per-rank files without prefixes gets every rank from the file names', async () => {
+    // The last result scrolled down: the next one must start at its top.
+    await resultsPanel().locator('section').last().scrollIntoViewIfNeeded();
+    await runCommand('View: Close All Editors');
+    // A 1280 px window with the Explorer open: the panel is narrow.
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.keyboard.press('Control+Shift+E');
+    const folder = page.locator('.explorer-folders-view .monaco-list-row', { hasText: PER_RANK }).first();
+    await folder.click({ button: 'right' });
+    const item = page.locator('.context-view .monaco-menu .action-item', { hasText: 'Diagnose Log Folder' }).first();
+    await item.hover();
+    await page.keyboard.press('Enter');
+    const panel = resultsPanel();
+    await panel.locator('.meta', { hasText: `the logs in ${PER_RANK}` }).waitFor({ timeout: 60_000 });
+    const rank = (await panel.locator('.rank-value').innerText()).trim();
+    if (rank !== 'rank 1') {
+        throw new Error(`initiating rank of the per-rank files: ${rank}`);
+    }
+    const layout = await panel.locator('main').evaluate((main) => {
+        const fix = main.querySelector('pre.fix');
+        return {
+            scrolled: window.scrollY,
+            fixOverflow: fix ? fix.scrollWidth - fix.clientWidth : -1,
+            narrowest: Math.min(...[...main.querySelectorAll('.ev-text')].map((e) => e.getBoundingClientRect().width)),
+        };
+    });
+    if (layout.scrolled !== 0 || layout.fixOverflow > 1 || layout.narrowest < 150) {
+        throw new Error(`the panel at 1280 px: ${JSON.stringify(layout)}`);
+    }
+    const rows = (await panel.locator('table.ranks tbody tr').allInnerTexts()).map((r) => r.replace(/\s+/g, ' ').trim());
+    const expected = ['1 failed first rank1.log:22', '0 collateral rank0.log:17', '2 collateral rank2.log:17', '3 killed —'];
+    if (rows.length !== 4 || !expected.every((start, i) => rows[i]?.startsWith(start))) {
+        throw new Error(`ranks table: ${JSON.stringify(rows)}`);
+    }
+    // The loss chart shows the failing rank and offers the others.
+    const picker = panel.locator('select.chart-rank').first();
+    const options = (await picker.locator('option').allTextContents()).map((o) => o.trim());
+    if (options.join(',') !== 'rank 1,rank 0,rank 2,rank 3') {
+        throw new Error(`ranks offered by the loss chart: ${options.join(', ')}`);
+    }
+    await picker.selectOption({ label: 'rank 3' });
+    await panel.locator('.chart-body canvas').first().waitFor({ state: 'attached' });
+    const drawn = await chartPixels(panel);
+    if (!(drawn[0] > 20)) {
+        throw new Error(`rank 3's loss chart drew ${drawn[0]} pixels of its line`);
+    }
+    await shot('16-per-rank-files-diagnosed');
+    const first = panel.locator('ul.evidence li.root a.line-ref').first();
+    if ((await first.innerText()).trim() !== 'rank1.log:22') {
+        throw new Error(`first evidence: ${await first.innerText()}`);
+    }
+    await first.click();
+    await page.locator('.tab.active', { hasText: 'rank1.log' }).waitFor();
+    await page.locator('.statusbar-item', { hasText: 'Ln 22, Col 1' }).first().waitFor();
+    await runCommand('View: Close Primary Side Bar');
+    await page.setViewportSize({ width: 1400, height: 900 });
+});
+
+step('a 60 MB log, opened anyway, is diagnosed: Problems, the keybinding and its evidence links', async () => {
+    await runCommand('View: Close All Editors');
+    await pick('Control+P', BIG, BIG);
+    await page.locator('.tab.active', { hasText: BIG }).waitFor();
+    // VS Code may first ask whether to open a file this large.
+    const anyway = page.locator('.editor-group-container.active').getByText('Open Anyway').first();
+    await anyway.click({ timeout: 5000 }).catch(() => undefined);
+    const editor = page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
+    await editor.locator('.view-lines').waitFor({ timeout: 60_000 });
+    await shot('17-big-log-opened');
+    let rows = [];
+    for (let i = 0; i < 120 && !rows.some((r) => r.includes('Root cause on rank 0')); i++) {
+        await page.waitForTimeout(500);
+        rows = await problems();
+    }
+    if (!rows.some((r) => r.includes(BIG)) || !rows.some((r) => r.includes('Root cause on rank 0: Mixed precision loss scale'))) {
+        throw new Error(`Problems for the big log: ${JSON.stringify(rows.slice(0, 6))}`);
+    }
+    await shot('18-big-log-problems');
+    await runCommand('View: Hide Panel');
+    await diagnoseActiveEditor(editor);
+    const panel = resultsPanel();
+    await panel.locator('.meta', { hasText: `· ${BIG}` }).waitFor({ timeout: 120_000 });
+    if ((await panel.locator('.rank-value').innerText()).trim() !== 'rank 0') {
+        throw new Error('the big log’s diagnosis does not name rank 0');
+    }
+    const first = panel.locator('ul.evidence li.root a.line-ref').first();
+    const label = (await first.innerText()).trim();
+    if (label !== `${BIG}:${BIG_ROOT_LINE}`) {
+        throw new Error(`first evidence of the big log: ${label}, not ${BIG}:${BIG_ROOT_LINE}`);
+    }
+    await first.click();
+    await page.locator('.statusbar-item', { hasText: `Ln ${BIG_ROOT_LINE}, Col 1` }).first().waitFor();
+    await shot('19-big-log-evidence');
+});
+
+step('a hang log names the rank it waited for in Problems and in the panel', async () => {
+    await runCommand('View: Close All Editors');
+    const editor = await openFile(HANG);
+    let rows = [];
+    for (let i = 0; i < 60 && !rows.some((r) => r.includes('Root cause on rank 3')); i++) {
+        await page.waitForTimeout(500);
+        rows = await problems();
+    }
+    if (!rows.some((r) => r.includes('Root cause on rank 3: A rank stopped entering collectives') && r.includes('collective-hang'))) {
+        throw new Error(`Problems for the hang log: ${JSON.stringify(rows.slice(0, 6))}`);
+    }
+    await shot('20-hang-problems');
+    // The rule's code opens its entry from the bundled catalogue (no web page).
+    const row = page.locator('.markers-panel .monaco-list-row', { hasText: 'Root cause on rank 3' }).first();
+    await row.locator('a, .monaco-link', { hasText: 'collective-hang' }).first().click();
+    await page.locator('.tab.active', { hasText: 'collective-hang' }).waitFor();
+    await runCommand('View: Close Editor');
+    await page.locator('.tab.active', { hasText: HANG }).waitFor();
+    await runCommand('View: Hide Panel');
+    await diagnoseActiveEditor(editor);
+    const panel = resultsPanel();
+    await panel.locator('.meta', { hasText: `· ${HANG}` }).waitFor({ timeout: 60_000 });
+    if ((await panel.locator('.rank-value').innerText()).trim() !== 'rank 3') {
+        throw new Error('the hang log’s panel does not name rank 3');
+    }
+    const evidence = (await panel.locator('ul.evidence li').allInnerTexts()).map((r) => r.replace(/\s+/g, ' '));
+    const prefixed = evidence.filter((r) => /\[rank(\d+)\]:/.test(r));
+    const wrong = prefixed.filter((r) => !new RegExp(`· rank ${/\[rank(\d+)\]:/.exec(r)?.[1]}(?!\\d)`).test(r));
+    if (prefixed.length < 3 || wrong.length > 0) {
+        throw new Error(`evidence rows whose rank is not the line's: ${JSON.stringify(wrong.length ? wrong : evidence)}`);
+    }
+    await shot('21-hang-panel');
+});
+
+step('every chart draws its line: a constant, a series within one decade on a log axis, a NaN', async () => {
+    await runCommand('View: Close All Editors');
+    const editor = await openFile(METRICS);
+    await diagnoseActiveEditor(editor);
+    const panel = resultsPanel();
+    await panel.locator('.meta', { hasText: METRICS }).waitFor({ timeout: 60_000 });
+    const titles = await panel.locator('figure.chart figcaption').allInnerTexts();
+    if (titles.length !== 4) {
+        throw new Error(`charts shown: ${JSON.stringify(titles)}`);
+    }
+    await panel.locator('#h-metrics').scrollIntoViewIfNeeded();
+    await page.waitForTimeout(300);
+    const drawn = await chartPixels(panel);
+    if (!drawn.every((n) => n > 20)) {
+        throw new Error(`pixels of each chart's line: ${JSON.stringify(titles.map((t, i) => [t.trim(), drawn[i]]))}`);
+    }
+    await shot('22-every-chart-drawn');
+});
+
+step('the TM105 quick fix leaves exactly one unscale_, before the clip', async () => {
+    await runCommand('View: Close All Editors');
+    const editor = await openFile(CLIP);
+    await editor.locator('.squiggly-warning').first().waitFor({ state: 'attached', timeout: 60_000 });
+    await editor.locator('.view-lines').click();
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.press('F8');
+    await page.locator('.marker-widget, .zone-widget').first().waitFor({ state: 'visible' });
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Control+.');
+    const menu = page.locator('.action-widget:not(.action-list-submenu-panel)');
+    await menu.waitFor({ state: 'visible' });
+    await menu.locator('.monaco-list-row', { hasText: 'Fix TM105' }).first().click();
+    await page.keyboard.press('Control+S');
+    let saved = '';
+    for (let i = 0; i < 100; i++) {
+        await page.waitForTimeout(100);
+        saved = readFileSync(join(WORKSPACE, CLIP), 'utf8');
+        if (saved.indexOf('unscale_') < saved.indexOf('clip_grad_norm_')) {
+            break;
+        }
+    }
+    const unscales = saved.split('\n').filter((l) => l.includes('scaler.unscale_(')).length;
+    if (unscales !== 1 || saved.indexOf('scaler.unscale_(') > saved.indexOf('clip_grad_norm_(')) {
+        throw new Error(`${CLIP} after the quick fix:\n${saved}`);
+    }
+    await editor.locator('.squiggly-warning').waitFor({ state: 'detached', timeout: 15_000 });
+    await shot('23-tm105-fixed');
+});
+
+step('a failing command that prints and exits at once is still offered its diagnosis', async () => {
+    await runCommand('View: Close All Editors');
+    await runCommand('Terminal: Create New Terminal');
+    await page.locator('.terminal-wrapper.active .terminal-command-decoration').first().waitFor({ state: 'attached' });
+    const command = `cat ${LOG}; false`;
+    await page.keyboard.type(command);
+    await page.keyboard.press('Enter');
+    const toast = page.locator('.notifications-toasts .notification-list-item', { hasText: `“${command}” failed: Mixed precision loss scale` }).first();
+    await toast.waitFor({ state: 'visible', timeout: 60_000 });
+    await page.waitForTimeout(500);
+    await shot('24-instant-command-notified');
+    await toast.locator('.monaco-button', { hasText: 'Show diagnosis' }).click();
+    await resultsPanel().locator('.meta', { hasText: `the output of “${command}”, exit code 1` }).waitFor();
+    await runCommand('View: Hide Panel');
+});
+
+step('the diagnostics of an untitled editor go when it is closed without saving', async () => {
+    await runCommand('View: Close All Editors');
+    await runCommand('File: New Untitled Text File');
+    const editor = page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
+    await editor.locator('.view-lines').click();
+    const text = readFileSync(join(WORKSPACE, LOG), 'utf8');
+    await page.evaluate((t) => navigator.clipboard.writeText(t), text);
+    await page.keyboard.press('Control+V');
+    await page.locator('.statusbar-item', { hasText: `Ln ${text.split('\n').length}, Col 1` }).first().waitFor();
+    await page.keyboard.press('Control+Home');
+    await page.keyboard.press('Control+Alt+D');
+    await resultsPanel().locator('.meta', { hasText: 'Untitled-' }).waitFor({ timeout: 60_000 });
+    let rows = [];
+    for (let i = 0; i < 40 && !rows.some((r) => r.includes('Root cause on rank 0')); i++) {
+        await page.waitForTimeout(250);
+        rows = await problems();
+    }
+    if (!rows.some((r) => r.includes('Untitled-')) || !rows.some((r) => r.includes('Root cause on rank 0'))) {
+        throw new Error(`Problems for the untitled editor: ${JSON.stringify(rows.slice(0, 6))}`);
+    }
+    await shot('25-untitled-diagnosed');
+    await page.locator('.tab', { hasText: 'Untitled-' }).first().click();
+    await page.keyboard.press('Control+W');
+    await page.locator('.monaco-dialog-box .monaco-button', { hasText: /Don.t Save/ }).first().click();
+    await page.locator('.tab', { hasText: 'Untitled-' }).waitFor({ state: 'detached' });
+    for (let i = 0; i < 40 && rows.some((r) => r.includes('Untitled-')); i++) {
+        await page.waitForTimeout(250);
+        rows = await problems();
+    }
+    if (rows.some((r) => r.includes('Untitled-'))) {
+        throw new Error(`Problems after closing the untitled editor: ${JSON.stringify(rows.slice(0, 6))}`);
+    }
+    await shot('26-untitled-closed');
 });
 
 let passed = 0;

@@ -90,7 +90,10 @@ describe('panel HTML', () => {
 
     it('shows the initiating rank, why, the fix and the verification command', () => {
         const html = renderPanelHtml(model(), resources, trusted);
-        assert.match(html, /<h2 id="h-rank">Initiating rank<\/h2>\s*<p class="rank-value">rank 3<\/p><p class="why">Rank 3 failed first\.<\/p>/);
+        assert.match(
+            html,
+            /<h2 id="h-rank">Initiating rank<\/h2>\s*<p class="rank-value">rank 3<\/p><p class="why">Rank 3 failed first\. First failure: <a href="#" class="line-ref" data-action="reveal" data-place="0" title="Go to this line">run\.log:2<\/a>\.<\/p>/,
+        );
         assert.ok(html.includes('scaler = torch.amp.GradScaler(&quot;cuda&quot;)'));
         assert.ok(html.includes('<code>trainmedic probe amp</code>'));
         assert.match(html, /data-action="reveal" data-place="0"/);
@@ -102,6 +105,18 @@ describe('panel HTML', () => {
         const no = renderPanelHtml(model(), resources, { trusted: false, verifyCommandLine: undefined });
         assert.match(no, /data-action="runVerification" title="Verification commands are disabled in an untrusted workspace" disabled>/);
         assert.match(no, /Trust this workspace to run verification commands/);
+    });
+
+    it('shows an undetermined rank as plain text, not as an alarm', () => {
+        const result = parseDiagnoseResult({ initiating_rank: null, diagnoses: [{ rule_id: 'x', title: 'X', role: 'root', confidence: 1, rank: null, evidence: [], fix: '', verify: '' }] });
+        const html = renderPanelHtml(buildPanelModel(result, 'x', () => undefined), resources, trusted);
+        assert.match(html, /<p class="rank-value undetermined">not determined<\/p>/);
+    });
+
+    it('offers the other ranks of a chart', () => {
+        const series = { loss: { rank: 3, points: [[1, 2]], anomalies: [], other_ranks: { '0': [[1, 2.5]], '1': [[1, 2.4]] } } };
+        const html = renderPanelHtml(model({ series }), resources, trusted);
+        assert.match(html, /<select class="chart-rank" data-chart-rank="0" aria-label="Rank shown in the loss chart"><option value="0" selected>rank 3<\/option><option value="1">rank 0<\/option><option value="2">rank 1<\/option><\/select>/);
     });
 
     it('renders charts only when the diagnosis has series', () => {

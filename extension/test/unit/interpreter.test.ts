@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Logger } from '../../src/common/logger';
-import { Probe, describeAttempts, isSupported, parseProbeOutput, pathNames, resolveInterpreter } from '../../src/common/interpreter';
+import { Probe, describeAttempts, isSupported, parseProbeOutput, pathNames, resolveInterpreter, settingProblem } from '../../src/common/interpreter';
 
 function recorder(): Logger & { lines: string[] } {
     const lines: string[] = [];
@@ -86,15 +86,28 @@ describe('interpreter resolution order', () => {
 
     it('reports every attempt when nothing works', async () => {
         const { interpreter, attempts } = await resolveInterpreter(
-            { setting: 'py311', pythonExtension: () => Promise.resolve(undefined), pathNames: ['python3', 'python'] },
+            { setting: '', pythonExtension: () => Promise.resolve('/venv/bin/python'), pathNames: ['python3', 'python'] },
             fakeProbe({}),
             recorder(),
         );
         assert.equal(interpreter, undefined);
         assert.equal(
             describeAttempts(attempts),
-            'py311 (trainmedic.interpreter) was not found; python3 (PATH) was not found; python (PATH) was not found',
+            '/venv/bin/python (Python extension) was not found; python3 (PATH) was not found; python (PATH) was not found',
         );
+        assert.equal(settingProblem(attempts), undefined);
+    });
+
+    it('stops at a trainmedic.interpreter that does not exist and says so in one line', async () => {
+        const probe = fakeProbe({ python3: '3.11.7' });
+        const { interpreter, attempts } = await resolveInterpreter(
+            { setting: '/opt/nowhere/python', pythonExtension: () => Promise.resolve('/venv/bin/python'), pathNames: ['python3'] },
+            probe,
+            recorder(),
+        );
+        assert.equal(interpreter, undefined); // python3 works, but it is not what was asked for
+        assert.deepEqual(probe.asked, ['/opt/nowhere/python']);
+        assert.equal(settingProblem(attempts), 'trainmedic.interpreter "/opt/nowhere/python" was not found: set it to a Python 3.10+ or clear it.');
     });
 
     it('rejects a program that does not answer like Python', async () => {

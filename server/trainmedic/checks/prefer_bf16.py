@@ -96,6 +96,15 @@ class PreferBf16(Check):
     ```python
     args = TrainingArguments(output_dir="out", bf16=True)
     ```
+    ```yaml
+    mixed_precision: bf16
+    ```
+    ```json
+    "bf16": true
+    ```
+    ```bash
+    accelerate launch --mixed_precision bf16 train.py
+    ```
 
     ## Fix safety
     Depends on the GPU: the fix selects bf16, which pre-Ampere GPUs cannot run (the

@@ -246,7 +246,7 @@ def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
                      reason=attribution.reason, initiating_basis=attribution.basis,
                      initiating_host=attribution.host,
                      tracebacks=tuple(evidence.tracebacks),
-                     series=evidence.metrics.plots(),
+                     series=evidence.metrics.plots(attribution.rank),
                      failure_order=attribution.failure_order, unexplained=failures)
 
 
@@ -311,10 +311,14 @@ class Diagnoser:
         self.evidence.line_counts[scan.path] = first + scan.lines - 1
         self.census |= scan.ranks
         last_sample = self.evidence.last_sample.setdefault(scan.path, {})
+        # A metric line without a rank prefix in a per-rank file (rank3.log) is that rank's:
+        # each rank's series and detectors stay its own, as its events do.
+        file_rank = rank_of_path(scan.path)
         for sample, line in scan.samples:
             number = first + line.number
-            self.evidence.metrics.feed(sample, Line(line.path, number, line.text, line.rank))
-            last_sample[line.rank] = number
+            rank = file_rank if line.rank is None else line.rank
+            self.evidence.metrics.feed(sample, Line(line.path, number, line.text, rank))
+            last_sample[rank] = number
         for event in self.extractor.extract(scan, first, self.times.get(scan.path)):
             self.evidence.add(event)
         self.bytes_read += scan.size

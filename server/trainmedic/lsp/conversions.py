@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any, Protocol
 
 from lsprotocol import types
+from pygls.uris import from_fs_path
 from pygls.workspace import PositionCodec
 
 from trainmedic.catalogue.rules import Catalogue
@@ -145,16 +147,25 @@ def _on(rank: int | None) -> str:
 
 
 def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, lines: Positions,
-                collateral: str) -> Published:
-    """The diagnostics for `diagnosis` in document `uri`, whose lines are placed by `lines`."""
+                collateral: str, path: str | None = None) -> Published:
+    """The diagnostics for `diagnosis` in document `uri`, whose lines are placed by `lines`.
+
+    With `path`, the diagnosis is of several files and `uri` shows the one named `path`: only
+    its lines are diagnostics, and links to the root cause go to the root cause's file.
+    """
     severity = SEVERITIES[collateral]
     root = root_cause(diagnosis)
+
+    def shown(line: Line) -> bool:
+        return path is None or line.path == path
     diagnostics: list[types.Diagnostic] = []
     findings_at: dict[int, list[Finding]] = {}
 
     related: list[types.DiagnosticRelatedInformation] | None = None
 
     def add(finding: Finding, line: Line, message: str, is_root: bool) -> None:
+        if not shown(line):
+            return
         rule = catalogue.by_id[finding.rule_id]
         advice = rule.advice(finding.matched)
         where = lines.place(line)
@@ -178,10 +189,12 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, lines: Pos
         add(top, root_line, f"Root cause{_on(initiating)}: {title} "
             f"(confidence {top.confidence:.2f})", True)
         at = lines.place(root_line)
+        root_uri = uri if shown(root_line) else from_fs_path(root_line.path) or root_line.path
         related = [types.DiagnosticRelatedInformation(
-            location=types.Location(uri=uri, range=at),
+            location=types.Location(uri=root_uri, range=at),
             message=f"root cause{_on(initiating)}: {title}")]
-        tail = f" (root cause{_on(initiating)} at line {at.start.line + 1})"
+        in_file = "" if shown(root_line) else f"{PurePath(root_line.path).name}:"
+        tail = f" (root cause{_on(initiating)} at {in_file or 'line '}{at.start.line + 1})"
     for finding in diagnosis.findings:
         title = catalogue.by_id[finding.rule_id].title
         for line in finding.evidence:
@@ -195,6 +208,8 @@ def publishable(diagnosis: Diagnosis, catalogue: Catalogue, uri: str, lines: Pos
             add(finding, line, message, False)
     words = HEADLINE if root is None else "Failed, with nothing in the catalogue to explain it: "
     for failure in diagnosis.unexplained:
+        if not shown(failure.line):
+            continue
         diagnostics.append(types.Diagnostic(
             range=lines.place(failure.line), message=words + failure_text(failure), source=SOURCE,
             code=UNEXPLAINED, severity=types.DiagnosticSeverity.Warning,

@@ -3,7 +3,9 @@
 Every text is diagnosed in a worker thread, so that however long a diagnosis takes (long
 lines, a rule pack's patterns) hovers and other requests are answered meanwhile. Each time the
 engine reads its next chunk, the worker stops if the client cancelled or newer text superseded
-it; for a text of `LARGE_LINES` lines or more it also reports `$/progress`.
+it; for a text of `LARGE_LINES` lines or more it also reports `$/progress`. Files and folders
+(`run_paths`) are read from disk with the CLI's input code, in a worker thread too, with the
+same progress and cancellation.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from trainmedic.catalogue.rules import Catalogue
+from trainmedic.diagnosis.engine import diagnose
+from trainmedic.logs.inputs import expand, opened, total_size
 from trainmedic.matching.choice import matcher_for
 from trainmedic.matching.python import Matcher
 from trainmedic.model import Diagnosis
@@ -62,6 +67,25 @@ def _diagnose(text: str, path: str, catalogue: Catalogue, matcher: Matcher,
 
     stream = _Watched(text.encode("utf-8", errors="replace"), cancel, report)
     return diagnose([(path, stream)], catalogue, matcher)
+
+
+def _diagnose_files(files: list[str], max_bytes: int | None, catalogue: Catalogue,
+                    matcher: Matcher, cancel: threading.Event,
+                    report: Report) -> tuple[Diagnosis, list[str]]:
+    """The files diagnosed as one run, as `trainmedic diagnose FILE...` reads them (in this
+    thread: a server's threads must not fork), and the warnings of their reading."""
+    total = max(total_size(files, max_bytes), 1)
+
+    def progress(done: int) -> None:
+        report(min(100, 100 * done // total))
+        if cancel.is_set():
+            raise Cancelled
+
+    if cancel.is_set():
+        raise Cancelled
+    with opened(files, max_bytes) as streams:
+        diagnosis = diagnose(streams, catalogue, matcher, 1, progress)
+    return diagnosis, streams.warnings
 
 
 def supports_progress(ls: TrainmedicServer) -> bool:
@@ -124,3 +148,38 @@ async def run(ls: TrainmedicServer, text: str, path: str, cancel: threading.Even
             except asyncio.CancelledError:
                 cancel.set()
                 raise
+
+
+@dataclass(frozen=True)
+class FilesDiagnosis:
+    """A diagnosis of files read from disk, with what reading them warned about."""
+
+    diagnosis: Diagnosis
+    catalogue: Catalogue
+    files: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+async def run_paths(ls: TrainmedicServer, paths: list[str], max_bytes: int | None,
+                    cancel: threading.Event, title: str,
+                    catalogue: Catalogue | None = None) -> FilesDiagnosis:
+    """Diagnose files and folders as the CLI does (folders walked, ranks from file names,
+    launcher error files decoded, `max_bytes` of each file); raises `Cancelled`, and
+    `InputError` (its line for the user) for what is not a log."""
+    if catalogue is None:
+        catalogue, matcher = ls.rules.current()
+    else:
+        matcher = matcher_for(catalogue)
+    loop = asyncio.get_running_loop()
+    files, warnings = await loop.run_in_executor(ls.jobs, expand, paths)
+    with ls.idle_trim.diagnosing():
+        async with _progress(ls, title, cancel) as report:
+            try:
+                diagnosis, read_warnings = await loop.run_in_executor(
+                    ls.jobs, _diagnose_files, files, max_bytes, catalogue, matcher, cancel,
+                    report)
+            except asyncio.CancelledError:
+                cancel.set()
+                raise
+    return FilesDiagnosis(diagnosis, catalogue, tuple(files),
+                          tuple(warnings + read_warnings))

@@ -95,10 +95,12 @@ class MetricSeries:
                 lines.extend(line for line, _ in detector.evidence())
         return lines
 
-    def plots(self) -> tuple[Plot, ...]:
-        """Per metric: one rank's points (at most PLOT_POINTS) and the anomalies.
+    def plots(self, preferred: int | None = None) -> tuple[Plot, ...]:
+        """Per metric: one rank's points (at most PLOT_POINTS), the anomalies, and the other
+        plotted ranks' points.
 
-        The plotted rank is the one where a detector fired on that metric, else the lowest.
+        The plotted rank is `preferred` (the initiating rank) when it reports the metric, else
+        the one where a detector fired on that metric, else the lowest.
         """
         anomalies: dict[str, list[Anomaly]] = {}
         for detector in self.detectors.values():
@@ -115,11 +117,16 @@ class MetricSeries:
             if not ranks:
                 continue
             flagged = [a.line.rank for a in anomalies.get(name, ()) if a.line.rank in ranks]
-            plot = self.series[(name, flagged[0] if flagged else
-                                min(ranks, key=lambda r: -1 if r is None else r))]
-            step = max(1, math.ceil(len(plot.points) / PLOT_POINTS))
-            out.append(Plot(name, plot.rank,
-                            tuple((x, v if math.isfinite(v) else None)
-                                  for x, v in plot.points[::step]),
-                            tuple(anomalies.get(name, ()))))
+            shown = preferred if preferred is not None and preferred in ranks else \
+                flagged[0] if flagged else min(ranks, key=lambda r: -1 if r is None else r)
+            others = tuple((rank, _thinned(self.series[(name, rank)]))
+                           for rank in sorted(r for r in ranks if r is not None and r != shown))
+            out.append(Plot(name, shown, _thinned(self.series[(name, shown)]),
+                            tuple(anomalies.get(name, ())), others))
         return tuple(out)
+
+
+def _thinned(series: _Series) -> tuple[tuple[float, float | None], ...]:
+    """At most PLOT_POINTS points, None where the value was not finite."""
+    step = max(1, math.ceil(len(series.points) / PLOT_POINTS))
+    return tuple((x, v if math.isfinite(v) else None) for x, v in series.points[::step])

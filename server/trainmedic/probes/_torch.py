@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from types import ModuleType
 
 CANNOT_CHECK = 5
@@ -13,9 +14,10 @@ def import_torch(what: str) -> ModuleType | None:
     try:
         return importlib.import_module("torch")
     except ImportError:
-        print(f"cannot check {what}: torch is not installed in this Python "
-              "(pip install torch, or run the probe with your training environment's python: "
-              "python -m trainmedic probe ...)")
+        # One line that names the interpreter: the fix is to run another one, not to install
+        # trainmedic there (the editor runs probes with its own copy on PYTHONPATH).
+        print(f"cannot check {what}: {sys.executable} has no torch; run the probe with the "
+              "training environment's Python (or pip install torch here)")
         return None
 
 

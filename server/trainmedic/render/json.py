@@ -20,7 +20,8 @@ def finding_dict(finding: Finding, rule: Rule, secrets: bool = False) -> dict[st
         "role": finding.role.value,
         "confidence": finding.confidence,
         "rank": finding.rank,
-        "evidence": [{"path": ln.path, "line": ln.number, "text": text}
+        "evidence": [{"path": ln.path, "line": ln.number, "rank": finding.rank_of(ln),
+                      "text": text}
                      for ln, text in zip(finding.evidence, evidence_texts(
                          (ln.text for ln in finding.evidence), secrets), strict=True)],
         "fix": advice.fix,
@@ -49,10 +50,13 @@ def unexplained_dict(failure: Unexplained, secrets: bool = False) -> dict[str, A
 
 
 def plot_dict(plot: Plot) -> dict[str, Any]:
-    """One metric's series: its rank, [x, value] points (null for NaN/inf), anomalies."""
+    """One metric's series: its rank, [x, value] points (null for NaN/inf), anomalies, and the
+    other ranks' points by rank."""
     return {
         "rank": plot.rank,
         "points": [[x, value] for x, value in plot.points],
+        "other_ranks": {str(rank): [[x, value] for x, value in points]
+                        for rank, points in plot.other_ranks},
         "anomalies": [{"detector": a.detector, "rank": a.line.rank, "path": a.line.path,
                        "line": a.line.number, "x": a.x} for a in plot.anomalies],
     }

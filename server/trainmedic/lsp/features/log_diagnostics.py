@@ -51,6 +51,19 @@ class Followed:
     task: asyncio.Task[None] | None = None
 
 
+def diagnosed_on_open(ls: TrainmedicServer, uri: str) -> bool:
+    """Whether `uri` is a log (by `logGlobs`) that is diagnosed when opened."""
+    settings = ls.settings
+    path = to_fs_path(uri)
+    if not settings.diagnose_on_open or path is None:
+        return False
+    workspace = ls.workspace
+    roots = [p for p in (to_fs_path(f.uri) for f in workspace.folders.values()) if p]
+    if workspace.root_path:
+        roots.append(workspace.root_path)
+    return is_log(path, settings.log_globs, roots)
+
+
 class LogDocuments:
     """The diagnoses in flight, one per document: a newer request replaces an older one; and
     the logs followed on disk."""
@@ -61,15 +74,7 @@ class LogDocuments:
         self.followed: dict[str, Followed] = {}
 
     def eligible(self, uri: str) -> bool:
-        settings = self.ls.settings
-        path = to_fs_path(uri)
-        if not settings.diagnose_on_open or path is None:
-            return False
-        workspace = self.ls.workspace
-        roots = [p for p in (to_fs_path(f.uri) for f in workspace.folders.values()) if p]
-        if workspace.root_path:
-            roots.append(workspace.root_path)
-        return is_log(path, settings.log_globs, roots)
+        return diagnosed_on_open(self.ls, uri)
 
     def schedule(self, uri: str, delay: float) -> None:
         self.stop(uri)

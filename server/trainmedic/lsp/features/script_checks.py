@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from dataclasses import dataclass
 
 from lsprotocol import types
@@ -69,15 +70,36 @@ def diagnostic(codec: PositionCodec, lines: list[str], finding: CheckFinding) ->
         code_description=types.CodeDescription(href=ENTRY_URL.format(finding.rule_id)))
 
 
-def hover_markdown(finding: CheckFinding, title: str | None) -> str:
-    """The check's own words: what was found, why it matters, what to write instead."""
+FENCES = {"python": ("python", "py"), "json": ("json",), "yaml": ("yaml", "yml"),
+          "shell": ("bash", "sh", "shell")}
+_FENCE = re.compile(r"```(\w*)\n.*?```", re.S)
+_INLINE_IGNORE = re.compile(r"[^.]*`# trainmedic: ignore[^`]*`[^.]*\.\s*")
+NO_COMMENTS = "**Suppressing:** JSON has no comments, so a finding in a JSON file cannot be " \
+    "silenced inline; the quick fix is the way to clear it."
+
+
+def in_kind(section: str, kind: str | None) -> str:
+    """A section's code examples for this kind of file only, when it has some (a YAML config
+    is shown the YAML, not the Python, way to write it); else the section as it is."""
+    blocks = list(_FENCE.finditer(section))
+    mine = [b.group(0) for b in blocks if b.group(1) in FENCES.get(kind or "", ())]
+    return "\n\n".join(mine) if mine and len(mine) < len(blocks) else section
+
+
+def hover_markdown(finding: CheckFinding, title: str | None, kind: str | None = None) -> str:
+    """The check's own words: what was found, why it matters, what to write instead, in the
+    terms of the kind of file it is in (`file_kind`)."""
     check = check_by_code(finding.code)
     sections = check.sections() if check else {}
     entry = f"[{title or finding.rule_id}]({ENTRY_URL.format(finding.rule_id)})"
+    safety = sections.get("Fix safety", "")
+    if kind == "json":
+        safety = _INLINE_IGNORE.sub("", safety).strip()
     parts = [f"**{finding.code}** {finding.message}",
              sections.get("Why is this bad?", ""),
-             "**Fix**\n\n" + sections.get("Use instead", ""),
-             "**Fix safety:** " + sections.get("Fix safety", ""),
+             "**Fix**\n\n" + in_kind(sections.get("Use instead", ""), kind),
+             "**Fix safety:** " + safety if safety else "",
+             NO_COMMENTS if kind == "json" else "",
              f"Catalogue entry: {entry}"]
     return "\n\n".join(p for p in parts if p.strip())
 
@@ -243,7 +265,8 @@ def register(ls: TrainmedicServer) -> None:
             return None
         catalogue = ls.rules.bundled
         text = "\n\n---\n\n".join(
-            hover_markdown(f, (rule.title if (rule := catalogue.get(f.rule_id)) else None))
+            hover_markdown(f, (rule.title if (rule := catalogue.get(f.rule_id)) else None),
+                           file_kind(to_fs_path(uri) or uri))
             for f in here)
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
                                                         value=text),
