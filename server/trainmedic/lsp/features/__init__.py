@@ -29,4 +29,5 @@ FEATURES = (
     "trainmedic.lsp.features.hover",
     "trainmedic.lsp.features.code_actions",
     "trainmedic.lsp.features.script_checks",
+    "trainmedic.lsp.features.notebook_checks",
 )
