@@ -30,4 +30,5 @@ FEATURES = (
     "trainmedic.lsp.features.code_actions",
     "trainmedic.lsp.features.script_checks",
     "trainmedic.lsp.features.notebook_checks",
+    "trainmedic.lsp.features.file_commands",
 )
