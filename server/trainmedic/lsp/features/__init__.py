@@ -31,4 +31,5 @@ FEATURES = (
     "trainmedic.lsp.features.script_checks",
     "trainmedic.lsp.features.notebook_checks",
     "trainmedic.lsp.features.file_commands",
+    "trainmedic.lsp.features.rule_authoring",
 )
