@@ -86,6 +86,8 @@ mkdir -p "$RUN/data/User" "$RUN/extensions" "$RUN/bin"
 cp -r "$EXT/test/fixtures/workspace" "$RUN/workspace"
 # A real torchrun --log-dir (per-rank stdout/stderr/error.json), shared with the Python tests.
 cp -r "$REPO/tests/fixtures/torchrun-logdir" "$RUN/workspace/torchrun-logdir"
+# A notebook with a risky cell and a failed one, shared with the Python tests.
+cp "$REPO/tests/fixtures/notebooks/finetune.ipynb" "$RUN/workspace/finetune.ipynb"
 # The server runs on the Python this test was given, found first on PATH as python3.
 PYTHON_EXE=$(command -v "$PYTHON")
 ln -s "$PYTHON_EXE" "$RUN/bin/python3"
@@ -110,7 +112,9 @@ printf 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n' > "$RUN/config.yaml"
 code-server --config "$RUN/config.yaml" --user-data-dir "$RUN/data" --extensions-dir "$RUN/extensions" \
     --install-extension "$VSIX" >"$RUN/install.log" 2>&1 || { cat "$RUN/install.log"; exit 1; }
 
-PATH="$RUN/bin:$PATH" setsid code-server --config "$RUN/config.yaml" --user-data-dir "$RUN/data" \
+# TRAINMEDIC_TEST_COMMANDS: the extension registers its test-only command (invokes its
+# language-model tools as an agent does).
+TRAINMEDIC_TEST_COMMANDS=1 PATH="$RUN/bin:$PATH" setsid code-server --config "$RUN/config.yaml" --user-data-dir "$RUN/data" \
     --extensions-dir "$RUN/extensions" --disable-telemetry --disable-update-check \
     --disable-workspace-trust "$RUN/workspace" >"$RUN/code-server.log" 2>&1 &
 CS_PID=$!

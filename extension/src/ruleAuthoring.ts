@@ -2,8 +2,8 @@
  * Rule-pack authoring: "New Rule from Selection" writes `<pack>/<category>/<id>.yaml` from the
  * selected log excerpt (the YAML extension validates it against the bundled rule schema through
  * the `yamlValidation` contribution), and every save of a rule file under a configured pack, or
- * under a folder named `rules` or `*-rules`, is checked by the server: the pack loads and the
- * rule's examples behave. Problems show in the Problems panel.
+ * under a folder named `rules` or `*-rules`, is checked by the server (in a trusted workspace):
+ * the pack loads and the rule's examples behave. Problems show in the Problems panel.
  */
 import * as os from 'os';
 import * as path from 'path';
@@ -83,7 +83,8 @@ export function registerRuleAuthoring(server: ServerManager): { dispose(): unkno
     const diagnostics = vscode.languages.createDiagnosticCollection('trainmedic-rules');
 
     const check = async (document: vscode.TextDocument): Promise<void> => {
-        if (document.uri.scheme !== 'file' || !packOf(document.uri.fsPath)) {
+        // Rule packs are loaded only in a trusted workspace, here as everywhere.
+        if (!vscode.workspace.isTrusted || document.uri.scheme !== 'file' || !packOf(document.uri.fsPath)) {
             return;
         }
         const result = await server.execute('trainmedic.testRuleFile', [{ path: document.uri.fsPath }]);
