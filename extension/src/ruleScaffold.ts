@@ -15,7 +15,7 @@ export function patternFrom(excerpt: string): string {
     const body = line.replace(/^\s*(?:\[(?:rank|default)?\d+\]:|\d+:)?\s*/, '').slice(0, MAX_PATTERN_SOURCE).trim();
     return body
         .split(/(\d+)/)
-        .map((part, i) => (i % 2 === 1 ? `\\d{1,${Math.max(part.length + 3, 9)}}` : part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')))
+        .map((part, i) => (i % 2 === 1 ? `\\d{1,${Math.max(part.length + 3, 9)}}` : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
         .join('');
 }
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import attrs
 import pytest
 from lsp_helpers import eventually, initialize_params
 from lsprotocol import types
@@ -24,10 +23,9 @@ def cell_uri(path: Path, index: int) -> str:
 async def start(client: LanguageClient, root: Path) -> types.InitializeResult:
     """Initialize as VS Code does, which also says it syncs notebooks."""
     params = initialize_params(root)
-    capabilities = attrs.evolve(
-        params.capabilities, notebook_document=types.NotebookDocumentClientCapabilities(
-            synchronization=types.NotebookDocumentSyncClientCapabilities()))
-    return await client.initialize_session(attrs.evolve(params, capabilities=capabilities))
+    params.capabilities.notebook_document = types.NotebookDocumentClientCapabilities(
+        synchronization=types.NotebookDocumentSyncClientCapabilities())
+    return await client.initialize_session(params)
 
 
 def open_notebook(client: LanguageClient, path: Path) -> list[str]:
