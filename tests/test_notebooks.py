@@ -157,3 +157,16 @@ def test_a_notebook_that_ran_cleanly_is_an_empty_log_and_other_json_is_not_one()
     assert notebook_format.decode(notebook("print(1)").encode()) == ("", None)
     assert notebook_format.decode(b'{"cells": "no"}') is None
     assert notebook_format.decode(b"not json") is None
+
+
+def test_a_fix_that_changes_an_import_cell_and_a_later_cell_edits_both() -> None:
+    # torch.cuda.amp imported in one cell and used in the next: one rewrite across the two.
+    text = notebook("import torch\nfrom torch.cuda.amp import GradScaler, autocast",
+                    "scaler = GradScaler()\nwith autocast():\n    loss = model(x)")
+    found = run_notebook_checks("nb.ipynb", text)
+    assert {(f.cell, f.finding.code) for f in found} == {(1, "TM101"), (2, "TM101")}
+    assert {e.cell for f in found for e in f.fix or ()} == {1, 2}
+    cells = json.loads(fix_notebook("nb.ipynb", text))["cells"]
+    assert cells[1]["source"] == ["import torch\n", "from torch.amp import GradScaler, autocast"]
+    assert cells[2]["source"] == ['scaler = GradScaler("cuda")\n', 'with autocast("cuda"):\n',
+                                  "    loss = model(x)"]
