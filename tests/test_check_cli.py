@@ -150,7 +150,7 @@ def test_the_pre_commit_hook_hands_over_exactly_the_files_check_reads() -> None:
     hooks = yaml.safe_load((FIXTURES.parents[2] / ".pre-commit-hooks.yaml").read_text("utf-8"))
     hook = next(h for h in hooks if h["id"] == "trainmedic-check")
     assert (hook["entry"], hook["language"]) == ("trainmedic check", "python")
-    assert set(hook["types_or"]) == {"python", "json", "yaml", "shell"}
+    assert set(hook["types_or"]) == {"python", "jupyter", "json", "yaml", "shell"}
     files = re.compile(hook["files"])
     assert all(files.search(f"src/train{suffix}") for suffix in SUFFIXES)
     assert not any(files.search(name) for name in ("run", "notes.txt", "stubs.pyi", "a.py.bak"))

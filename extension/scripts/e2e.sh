@@ -90,6 +90,8 @@ cp -r "$REPO/tests/fixtures/torchrun-logdir" "$RUN/workspace/torchrun-logdir"
 # lines the test repeats into a 60 MB log: shared with the Python tests.
 cp -r "$REPO/tests/fixtures/per-rank-files" "$RUN/workspace/per-rank-files"
 cp "$REPO/tests/fixtures/launchers/torchrun-hang.log" "$REPO/tests/fixtures/lsp/healthy-2ranks.log" "$RUN/workspace/"
+# A notebook with a risky cell and a failed one, shared with the Python tests.
+cp "$REPO/tests/fixtures/notebooks/finetune.ipynb" "$RUN/workspace/finetune.ipynb"
 # The server runs on the Python this test was given, found first on PATH as python3.
 PYTHON_EXE=$(command -v "$PYTHON")
 ln -s "$PYTHON_EXE" "$RUN/bin/python3"
@@ -114,7 +116,9 @@ printf 'bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n' > "$RUN/config.yaml"
 code-server --config "$RUN/config.yaml" --user-data-dir "$RUN/data" --extensions-dir "$RUN/extensions" \
     --install-extension "$VSIX" >"$RUN/install.log" 2>&1 || { cat "$RUN/install.log"; exit 1; }
 
-PATH="$RUN/bin:$PATH" setsid code-server --config "$RUN/config.yaml" --user-data-dir "$RUN/data" \
+# TRAINMEDIC_TEST_COMMANDS: the extension registers its test-only command (invokes its
+# language-model tools as an agent does).
+TRAINMEDIC_TEST_COMMANDS=1 PATH="$RUN/bin:$PATH" setsid code-server --config "$RUN/config.yaml" --user-data-dir "$RUN/data" \
     --extensions-dir "$RUN/extensions" --disable-telemetry --disable-update-check \
     --disable-workspace-trust "$RUN/workspace" >"$RUN/code-server.log" 2>&1 &
 CS_PID=$!

@@ -186,6 +186,11 @@ export class Commands implements vscode.Disposable {
         return result;
     }
 
+    /** Shows a diagnosis made elsewhere (a notebook cell's output) in the panel and the status bar. */
+    showDiagnosis(result: DiagnoseResult, origin: string): void {
+        this.present({ result, origin, locate: nowhere });
+    }
+
     private present(shown: Shown): void {
         this.last = shown;
         this.status.showDiagnosis(shown.result, shown.origin);

@@ -10,6 +10,10 @@ import { ServerManager } from './common/server';
 import { RESTART_ON_CHANGE } from './common/settings';
 import { DiagnosisStatus } from './statusBar';
 import { TerminalWatcher } from './terminal';
+import { registerLanguageModelTools } from './lmTools';
+import { registerNotebookCommands } from './notebooks';
+import { registerRuleAuthoring } from './ruleAuthoring';
+import { registerTerminalLinks } from './terminalLinks';
 
 let server: ServerManager | undefined;
 
@@ -29,6 +33,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         terminals,
         commands,
         ...commands.register(),
+        ...registerLanguageModelTools(manager, terminals),
+        ...registerNotebookCommands(manager, (result, origin) => {
+            commands.showDiagnosis(result, origin);
+        }),
+        registerTerminalLinks(),
+        ...registerRuleAuthoring(manager),
         vscode.workspace.registerTextDocumentContentProvider(ENTRY_SCHEME, entries),
         manager.onDidChangeState((state) => {
             status.showServerState(state);

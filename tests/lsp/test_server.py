@@ -17,7 +17,8 @@ from trainmedic.lsp.features import FEATURES
 from trainmedic.lsp.server import ClientLogHandler, create_server
 
 SERVER_COMMANDS = {"trainmedic.diagnose", "trainmedic.explain", "trainmedic.listRules",
-                   "trainmedic.reloadRules"}
+                   "trainmedic.reloadRules", "trainmedic.check", "trainmedic.diagnosePaths",
+                   "trainmedic.testRuleFile"}
 
 
 @pytest.mark.asyncio

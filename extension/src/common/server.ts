@@ -86,6 +86,8 @@ function documentSelector(settings: Settings): LanguageClientOptions['documentSe
         ...(settings.scriptChecks
             ? ['python', 'json', 'yaml', 'shellscript'].map((language) => ({ scheme: 'file', language }))
             : []),
+        // Python cells of Jupyter notebooks, which the server syncs as notebooks (hover, quick fixes).
+        ...(settings.scriptChecks ? [{ notebook: 'jupyter-notebook', language: 'python' }] : []),
     ];
 }
 

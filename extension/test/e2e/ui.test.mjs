@@ -602,6 +602,191 @@ step('the diagnostics of an untitled editor go when it is closed without saving'
     await shot('26-untitled-closed');
 });
 
+// --- Notebooks, terminal links and language-model tools ------------------------------------------
+
+const NOTEBOOK = 'finetune.ipynb'; // copied from tests/fixtures/notebooks by scripts/e2e.sh
+/** The frame of the webview that shows `text` in `selector`: other webviews (a Markdown preview) may be open. */
+async function webviewWith(selector, text, timeout = 60_000) {
+    const deadline = Date.now() + timeout;
+    while (Date.now() < deadline) {
+        for (const frame of page.frames()) {
+            if ((await frame.locator(selector, { hasText: text }).count().catch(() => 0)) > 0) {
+                return frame;
+            }
+        }
+        await page.waitForTimeout(250);
+    }
+    throw new Error(`no webview shows ${selector} “${text}”`);
+}
+
+/** The editor of the notebook cell whose text holds `text`. */
+const cellEditor = (text) => page.locator('.notebook-editor .cell-editor-container .monaco-editor', { hasText: text }).first();
+
+step('a notebook’s risky cell shows its warning, its hover and a quick fix that edits the cell', async () => {
+    await runCommand('View: Single Column Editor Layout');
+    await pick('Control+P', NOTEBOOK, NOTEBOOK);
+    await page.locator('.tab.active', { hasText: NOTEBOOK }).waitFor();
+    const cell = cellEditor('scaler.step(optimizer)');
+    await cell.waitFor();
+    const squiggle = cell.locator('.squiggly-warning').first();
+    await squiggle.waitFor({ state: 'attached', timeout: 60_000 });
+    // The cell may still be laying out when the mouse first arrives: move away and back.
+    const hover = page.locator('.monaco-hover', { hasText: 'TM104' }).first();
+    for (let attempt = 0; ; attempt++) {
+        await page.mouse.move(5, 5);
+        await squiggle.hover({ force: true });
+        try {
+            await hover.waitFor({ state: 'visible', timeout: 8000 });
+            break;
+        } catch (error) {
+            if (attempt === 2) {
+                throw error;
+            }
+        }
+    }
+    await shot('16-notebook-cell-hover');
+    await page.keyboard.press('Escape');
+    // The cursor on the warning (Escape would leave the cell's editor), the mouse out of the
+    // way (its hover would come back), then the quick fix menu, again if the editor was busy.
+    const menu = page.locator('.action-widget:not(.action-list-submenu-panel)');
+    for (let attempt = 0; ; attempt++) {
+        await squiggle.click({ force: true });
+        await page.mouse.move(5, 5);
+        await page.keyboard.press('Control+.');
+        try {
+            await menu.waitFor({ state: 'visible', timeout: 8000 });
+            break;
+        } catch (error) {
+            if (attempt === 2) {
+                throw error;
+            }
+        }
+    }
+    await menu.locator('.monaco-list-row', { hasText: 'Fix TM104' }).first().click();
+    await cell.locator('.view-lines', { hasText: 'scaler.update()' }).waitFor();
+    await cell.locator('.squiggly-warning').waitFor({ state: 'detached', timeout: 15_000 });
+    await page.keyboard.press('Control+S');
+    let saved = '';
+    for (let i = 0; i < 100 && !saved.includes('scaler.update()'); i++) {
+        await page.waitForTimeout(100);
+        saved = readFileSync(join(WORKSPACE, NOTEBOOK), 'utf8');
+    }
+    const source = JSON.parse(saved).cells[2].source.join('');
+    if (!source.includes('    scaler.step(optimizer)\n    scaler.update()\n')) {
+        throw new Error(`the fixed cell on disk:\n${source}`);
+    }
+    await shot('17-notebook-cell-fixed');
+});
+
+step('Diagnose Cell Output on the failed cell names its rule in the panel and on the cell', async () => {
+    const cell = cellEditor('batch @ batch.T');
+    await cell.locator('.view-lines').click();
+    await runCommand('TrainMedic: Diagnose Cell Output');
+    const panel = await webviewWith('h1', 'CUDA out of memory');
+    await panel.locator('.meta', { hasText: `the output of cell 5 of ${NOTEBOOK}` }).waitFor();
+    await shot('18-cell-output-diagnosed');
+    // The diagnostic sits on the cell's line that raised ("Cell In[4], line 2"); the panel may
+    // have opened over the notebook.
+    await page.locator('.tab', { hasText: NOTEBOOK }).first().click();
+    await cell.locator('.squiggly-error').first().waitFor({ state: 'attached' });
+    await shot('19-cell-output-on-the-cell');
+    await runCommand('View: Single Column Editor Layout');
+});
+
+step('a rank-prefixed traceback frame in the terminal is a link that opens the file at its line', async () => {
+    await runCommand('Terminal: Create New Terminal');
+    await page.locator('.terminal-wrapper.active .terminal-command-decoration').first().waitFor({ state: 'attached' });
+    await page.keyboard.type(`printf '[rank3]:   File "%s/${SCRIPT}", line 7, in <module>\\n' "$PWD"`);
+    await page.keyboard.press('Enter');
+    const row = page.locator('.terminal-wrapper.active .xterm-rows > div', { hasText: /^\[rank3\]: {3}File "/ }).first();
+    await row.waitFor();
+    // Links are found under the mouse (xterm's layers above the text take the events, so the
+    // mouse moves by coordinates); Ctrl+click opens one.
+    const box = await row.boundingBox();
+    if (!box) {
+        throw new Error('the frame line is not on screen');
+    }
+    const at = { x: box.x + 20, y: box.y + box.height / 2 };
+    await page.mouse.move(at.x, at.y);
+    await page.waitForTimeout(800);
+    await shot('20-terminal-rank-frame-link');
+    await page.keyboard.down('Control');
+    await page.mouse.click(at.x, at.y);
+    await page.keyboard.up('Control');
+    await page.locator('.tab.active', { hasText: SCRIPT }).waitFor();
+    await page.locator('.statusbar-item', { hasText: 'Ln 7, Col 1' }).first().waitFor();
+    await shot('21-terminal-link-opened');
+    await runCommand('View: Hide Panel');
+});
+
+step('each language-model tool answers through vscode.lm.invokeTool', async () => {
+    const calls = [
+        ['trainmedic_diagnose {"paths": ["torchrun-amp.log"]}', 'Mixed precision loss scale'],
+        ['trainmedic_diagnose {"text": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."}', 'CUDA out of memory'],
+        [`trainmedic_check {"paths": ["${NOTEBOOK}"]}`, 'TM110'],
+        ['trainmedic_explain {"rule_id": "amp-loss-scale"}', 'Mixed precision loss scale'],
+    ];
+    for (const [call, expected] of calls) {
+        // Not runCommand: the quick input stays open, reused for the command's own input box.
+        const title = 'TrainMedic: Invoke Language Model Tool (test)';
+        await (await quickInput('Control+Shift+P')).fill(`>${title}`);
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().click();
+        const input = page.locator('.quick-input-widget input[placeholder^="trainmedic_explain"]');
+        await input.waitFor({ state: 'visible' });
+        await input.fill(call);
+        await page.keyboard.press('Enter');
+        const tool = call.split(' ')[0];
+        const editor = page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
+        await editor.locator('.view-lines', { hasText: `<!-- ${tool} -->` }).waitFor({ timeout: 60_000 });
+        await editor.locator('.view-lines', { hasText: expected }).waitFor({ timeout: 10_000 }).catch(async () => {
+            throw new Error(`${call}: the answer does not mention “${expected}”:\n${await editor.locator('.view-lines').innerText()}`);
+        });
+        await shot(`22-lm-tool-${tool}`);
+        await runCommand('View: Revert and Close Editor'); // an untitled answer, closed unsaved
+    }
+});
+
+step('New Rule from Selection writes a rule from a log line, and each save checks it', async () => {
+    await page.locator('.tab', { hasText: LOG }).first().click(); // open since the first step
+    const editor = page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
+    await editor.locator('.view-lines').click();
+    await goToLine(TRACEBACK.last);
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Shift+End');
+    await editor.locator('.selected-text').first().waitFor({ state: 'attached' });
+    // Not runCommand: the quick input stays open for the command's questions.
+    const title = 'TrainMedic: New Rule from Selection';
+    await (await quickInput('Control+Shift+P')).fill(`>${title}`);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().click();
+    const id = page.locator('.quick-input-widget input[placeholder="nfs-stall"]');
+    await id.waitFor({ state: 'visible' });
+    await id.fill('min-loss-scale');
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget', { hasText: 'Its category' }).waitFor({ state: 'visible' });
+    await page.keyboard.press('Enter'); // the proposed category, "site"
+    await page.locator('.tab.active', { hasText: 'min-loss-scale.yaml' }).waitFor();
+    const file = join(WORKSPACE, 'trainmedic-rules', 'site', 'min-loss-scale.yaml');
+    const written = readFileSync(file, 'utf8');
+    if (!written.includes('  match:\n    - text: "[rank0]: FloatingPointError: Minimum loss scale reached (0.0001).') || !written.includes('  no_match:\n')) {
+        throw new Error(`the new rule:\n${written}`);
+    }
+    await shot('23-new-rule-from-selection');
+    // A weight above 1 breaks the rule: the save is checked and the line is marked.
+    const rule = page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
+    const weightLine = written.split('\n').indexOf('    weight: 0.9') + 1;
+    await goToLine(weightLine);
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Shift+End');
+    await page.keyboard.type('weight: 2');
+    await page.keyboard.press('Control+S');
+    await rule.locator('.squiggly-error').first().waitFor({ state: 'attached' });
+    await page.keyboard.press('Control+Shift+M');
+    await page.getByPlaceholder(/^Filter \(e\.g\. text/).fill('min-loss-scale');
+    await page.locator('.markers-panel .monaco-list-row', { hasText: 'weight: must be smaller than or equal to 1' }).first().waitFor({ state: 'visible' });
+    await shot('24-rule-checked-on-save');
+    await runCommand('View: Hide Panel');
+});
+
 let passed = 0;
 let failed = 0;
 for (const { name, run } of steps) {

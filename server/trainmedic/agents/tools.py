@@ -224,16 +224,18 @@ CHECK = Tool(
     name="check",
     title="Check training scripts and configs",
     description=(
-        "Look for risky lines in PyTorch training scripts (*.py), DeepSpeed JSON configs, "
-        "Accelerate YAML configs and launch scripts (*.sh): deprecated torch.cuda.amp calls, "
+        "Look for risky lines in PyTorch training scripts (*.py), Jupyter notebooks (*.ipynb, "
+        "their code cells), DeepSpeed JSON configs, Accelerate YAML configs and launch scripts "
+        "(*.sh): deprecated torch.cuda.amp calls, "
         "fp16 without a GradScaler, a scaler that is never updated, clipping scaled "
         "gradients, torch.load without weights_only, init_process_group without a timeout, "
         "deprecated NCCL_* variables and more. Call it before launching a run, after editing "
         "training code, or when a diagnosis points at the training code. `paths` are files "
         "or folders (folders are walked). Returns one line per finding (path:line:column: "
-        "code message [rule_id]) and, as structured content, the JSON of `trainmedic check "
-        "--format json`: files, and findings with code, rule_id, severity, message, a 0-based "
-        "range and the fix as text edits. It only reads: no file is changed. " + LOCAL),
+        "code message [rule_id]; path:cell N:line:column: in a notebook) and, as structured "
+        "content, the JSON of `trainmedic check --format json`: files, and findings with code, "
+        "rule_id, severity, message, a 0-based range (and the cell, in a notebook) and the fix "
+        "as text edits. It only reads: no file is changed. " + LOCAL),
     input_schema={
         "type": "object",
         "properties": {"paths": {**PATHS, "description": "Scripts, configs or folders to "

@@ -11,14 +11,21 @@ import difflib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from trainmedic import __version__
 from trainmedic.checks.findings import CheckError, CheckFinding, Range, Severity
 from trainmedic.checks.registry import CHECKS, check_by_code
-from trainmedic.checks.runner import file_kind, fix_all, run_checks
+from trainmedic.checks.runner import (
+    file_kind,
+    fix_all,
+    fix_notebook,
+    run_checks,
+    run_notebook_checks,
+)
+from trainmedic.checks.sources.notebook import CellFinding
 from trainmedic.logs.inputs import SNIFF_BYTES, InputError, is_binary, open_regular
 
 ENTRY_URL = "https://trainmedic.dev/rules/{}"
@@ -36,6 +43,7 @@ class Checked:
     before: str
     after: str
     fixed: int = 0
+    placed: tuple[CellFinding, ...] = ()  # a notebook's findings, in their cells
 
 
 def _walk(directory: Path) -> Iterator[Path]:
@@ -57,7 +65,7 @@ def collect(paths: list[str]) -> tuple[list[tuple[Path, bool]], list[str]]:
             found = list(_walk(path))
             if not found:
                 raise InputError(f"{given}: no training scripts or configs in this directory "
-                                 "(looked for *.py, *.json, *.yaml, *.yml, *.sh)")
+                                 "(looked for *.py, *.ipynb, *.json, *.yaml, *.yml, *.sh)")
             for candidate in found:
                 size = candidate.stat().st_size
                 if file_kind(str(candidate)) in ("json", "yaml") and size > MAX_WALKED_BYTES:
@@ -67,7 +75,7 @@ def collect(paths: list[str]) -> tuple[list[tuple[Path, bool]], list[str]]:
         elif path.exists():
             if not file_kind(given):
                 raise InputError(f"{given}: not a file trainmedic checks "
-                                 "(*.py, *.json, *.yaml, *.yml, *.sh)")
+                                 "(*.py, *.ipynb, *.json, *.yaml, *.yml, *.sh)")
             files.append((path, True))
         else:
             raise InputError(f"{given}: no such file or directory")
@@ -89,8 +97,23 @@ def read(path: Path) -> str:
         raise InputError(f"{path}: not UTF-8 text (byte {error.start})") from None
 
 
+def check_notebook(path: Path, fix: bool) -> Checked:
+    """Check a notebook's code cells; with `fix`, its JSON with the cells fixed."""
+    original = read(path)
+    name = str(path)
+    found = run_notebook_checks(name, original)
+    after = fix_notebook(name, original) if fix else original
+    remaining = run_notebook_checks(name, after) if after != original else found
+    findings = tuple(replace(p.finding, fix=tuple(e.edit for e in p.fix) if p.fix else None)
+                     for p in remaining)
+    return Checked(name, findings, original, after, max(len(found) - len(remaining), 0),
+                   tuple(remaining))
+
+
 def check_file(path: Path, fix: bool) -> Checked:
     """Check one file; with `fix`, its text after every fix (the caller decides to write)."""
+    if file_kind(str(path)) == "notebook":
+        return check_notebook(path, fix)
     original = read(path)
     text = original.removeprefix(BOM)
     name = str(path)
@@ -115,10 +138,16 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
+def _cells(result: Checked) -> list[int | None]:
+    """Each finding's cell (0-based, counting every cell) in a notebook; None in a file."""
+    return [p.cell for p in result.placed] or [None] * len(result.findings)
+
+
 def render_text(results: list[Checked]) -> str:
-    out = [f"{r.path}:{f.range.start.line + 1}:{f.range.start.character + 1}: "
+    out = [f"{r.path}:{'' if cell is None else f'cell {cell + 1}:'}"
+           f"{f.range.start.line + 1}:{f.range.start.character + 1}: "
            f"{f.code} {f.message} [{f.rule_id}]{' (fixable with --fix)' if f.fix else ''}"
-           for r in results for f in r.findings]
+           for r in results for f, cell in zip(r.findings, _cells(r), strict=True)]
     total = sum(len(r.findings) for r in results)
     fixable = sum(1 for r in results for f in r.findings if f.fix)
     fixed = sum(r.fixed for r in results)
@@ -134,12 +163,23 @@ def render_text(results: list[Checked]) -> str:
 
 
 def results_dict(results: list[Checked]) -> dict[str, Any]:
-    """The JSON of `trainmedic check --format json` (ranges 0-based, as in LSP)."""
-    rows = [{"path": r.path, "code": f.code, "rule_id": f.rule_id, "severity": f.severity.value,
-             "message": f.message, "url": ENTRY_URL.format(f.rule_id), "range": _range(f.range),
-             "fix": [{"range": _range(e.range), "new_text": e.new_text} for e in f.fix]
-             if f.fix else None}
-            for r in results for f in r.findings]
+    """The JSON of `trainmedic check --format json` (ranges 0-based, as in LSP; in a
+    notebook, lines count from the start of the finding's or the edit's `cell`)."""
+    rows = []
+    for r in results:
+        for f, placed in zip(r.findings, r.placed or [None] * len(r.findings), strict=True):
+            row: dict[str, Any] = {
+                "path": r.path, "code": f.code, "rule_id": f.rule_id,
+                "severity": f.severity.value, "message": f.message,
+                "url": ENTRY_URL.format(f.rule_id), "range": _range(f.range),
+                "fix": [{"range": _range(e.range), "new_text": e.new_text} for e in f.fix]
+                if f.fix else None}
+            if placed is not None:
+                row["cell"] = placed.cell
+                row["fix"] = [{"cell": e.cell, "range": _range(e.edit.range),
+                               "new_text": e.edit.new_text} for e in placed.fix] \
+                    if placed.fix else None
+            rows.append(row)
     return {"files": len(results), "fixed": sum(r.fixed for r in results), "findings": rows}
 
 
@@ -165,14 +205,16 @@ def render_sarif(results: list[Checked]) -> str:
     found = []
     for result in results:
         uri = Path(result.path).as_posix()
-        for f in result.findings:
+        for f, cell in zip(result.findings, _cells(result), strict=True):
             entry: dict[str, Any] = {
                 "ruleId": f.code, "ruleIndex": index[f.code],
                 "level": "note" if f.severity is Severity.INFORMATION else "warning",
                 "message": {"text": f.message},
                 "locations": [{"physicalLocation": {"artifactLocation": {"uri": uri},
                                                     "region": _region(f.range)}}]}
-            if f.fix:
+            if cell is not None:  # SARIF regions cannot point into a notebook cell
+                entry["properties"] = {"cell": cell}
+            elif f.fix:
                 check = check_by_code(f.code)
                 entry["fixes"] = [{
                     "description": {"text": check.summary() if check else f.message},

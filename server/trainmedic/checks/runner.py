@@ -9,12 +9,13 @@ from trainmedic.checks.findings import CheckFinding, Position, TextEdit, split_l
 from trainmedic.checks.protocol import Check
 from trainmedic.checks.registry import CHECKS
 from trainmedic.checks.sources.config import parse_json, parse_yaml
+from trainmedic.checks.sources.notebook import CellFinding, NotebookFile, NotebookScript
 from trainmedic.checks.sources.python import PythonSource
 from trainmedic.checks.sources.shell import ShellScript
 from trainmedic.checks.suppress import suppressed
 
 SUFFIXES = {".py": "python", ".json": "json", ".yaml": "yaml", ".yml": "yaml", ".sh": "shell",
-            ".bash": "shell"}
+            ".bash": "shell", ".ipynb": "notebook"}
 MAX_FIX_PASSES = 10
 # A config that mentions none of these holds nothing the checks look at; skipping its parse
 # keeps large JSON and YAML files (lock files, data) cheap to open in the editor.
@@ -22,7 +23,7 @@ CONFIG_WORDS = ("fp16", "bf16", "bfloat16", "mixed_precision", "loss_scale", "NC
 
 
 def file_kind(path: str) -> str | None:
-    """"python", "json", "yaml", "shell", or None for a file no check reads."""
+    """"python", "json", "yaml", "shell", "notebook", or None for a file no check reads."""
     return SUFFIXES.get(PurePath(path).suffix.lower())
 
 
@@ -30,7 +31,8 @@ def run_checks(path: str, text: str,
                checks: Sequence[Check] = CHECKS) -> list[CheckFinding]:
     """Every finding of `checks` in `text`, in file order, without suppressed ones.
 
-    The kind of file comes from the suffix of `path`. Raises `CheckError` when the text does
+    The kind of file comes from the suffix of `path` (a notebook's findings are in its
+    cells: see `run_notebook_checks`). Raises `CheckError` when the text does
     not parse as that kind of file (configs are parsed only when they mention a precision
     setting or an NCCL variable).
     """
@@ -99,3 +101,42 @@ def fix_all(path: str, text: str, checks: Sequence[Check] = CHECKS) -> str:
             break
         text = fixed
     return text
+
+
+def check_script(script: NotebookScript, checks: Sequence[Check] = CHECKS) -> list[CellFinding]:
+    """The findings in a notebook's joined code cells, each placed in its cell."""
+    if not script.cells:
+        return []
+    as_python = f"{script.path}.py"  # the joined cells are read as the script they make
+    return [script.place(f) for f in run_checks(as_python, script.text, checks)]
+
+
+def run_notebook_checks(path: str, text: str,
+                        checks: Sequence[Check] = CHECKS) -> list[CellFinding]:
+    """Every finding in the code cells of the `.ipynb` JSON `text`, in cell order."""
+    notebook = NotebookFile.parse(text)
+    return check_script(NotebookScript.join(path, notebook.code_cells()), checks)
+
+
+def fix_notebook(path: str, text: str, checks: Sequence[Check] = CHECKS) -> str:
+    """The notebook's JSON with every fix applied in its cells (unchanged when none apply)."""
+    notebook = NotebookFile.parse(text)
+    sources = dict(notebook.code_cells())
+    changed: dict[int, str] = {}
+    for _ in range(MAX_FIX_PASSES):
+        found = check_script(NotebookScript.join(path, sources.items()), checks)
+        edits: dict[int, list[CheckFinding]] = {}
+        for placed in found:
+            for cell in {e.cell for e in placed.fix or ()}:
+                # A fix that changes several cells goes into each cell as its own part.
+                mine = tuple(e.edit for e in placed.fix or () if e.cell == cell)
+                edits.setdefault(cell, []).append(CheckFinding(
+                    placed.finding.code, placed.finding.rule_id, placed.finding.message,
+                    placed.finding.severity, placed.finding.range, mine))
+        fixed = {cell: apply_fixes(sources[cell], f) for cell, f in edits.items()}
+        fixed = {cell: source for cell, source in fixed.items() if source != sources[cell]}
+        if not fixed:
+            break
+        sources.update(fixed)
+        changed.update(fixed)
+    return notebook.with_sources(changed) if changed else text

@@ -59,6 +59,11 @@ RULES_CHANGED = "trainmedic/rulesChanged"
 
 Handler = Callable[[Any], Any]
 
+# The notebooks whose code cells the script checks read (features/notebook_checks.py).
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(notebook_selector=[
+    types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")],
+                                          notebook="jupyter-notebook")])
+
 _ANSWERED = object()  # a malformed request that has already been answered with an error
 
 
@@ -165,7 +170,8 @@ class TrainmedicServer(LanguageServer):
     protocol: TrainmedicProtocol
 
     def __init__(self) -> None:
-        super().__init__(SERVER_NAME, __version__, protocol_cls=TrainmedicProtocol)
+        super().__init__(SERVER_NAME, __version__, protocol_cls=TrainmedicProtocol,
+                         notebook_document_sync=NOTEBOOK_SYNC)
         self.settings = Settings()
         self.rules = RulePacks(self._rule_error)
         self.published: dict[str, Published] = {}

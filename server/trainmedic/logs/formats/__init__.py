@@ -11,7 +11,7 @@ import io
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
-from trainmedic.logs.formats import elastic_error
+from trainmedic.logs.formats import elastic_error, notebook
 
 
 class Format(Protocol):
@@ -25,6 +25,7 @@ class Format(Protocol):
 
 FORMATS: tuple[Format, ...] = (
     elastic_error,
+    notebook,
 )
 
 

@@ -29,4 +29,7 @@ FEATURES = (
     "trainmedic.lsp.features.hover",
     "trainmedic.lsp.features.code_actions",
     "trainmedic.lsp.features.script_checks",
+    "trainmedic.lsp.features.notebook_checks",
+    "trainmedic.lsp.features.file_commands",
+    "trainmedic.lsp.features.rule_authoring",
 )
