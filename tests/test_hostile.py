@@ -198,7 +198,7 @@ DEEP = "x: " + "[" * 50_000 + "]" * 50_000 + "\n"
     (DEEP, ":1: (yaml): nested deeper than 64 levels"),
     ("# padding\n" * 120_000, ": (yaml): larger than 1 MiB, not a rule or config"),
 ])
-def test_a_hostile_rule_pack_is_one_line_in_well_under_a_second(
+def test_a_hostile_rule_pack_is_one_line_in_bounded_time(
         tmp_path: Path, text: str, problem: str, capsys: pytest.CaptureFixture[str]) -> None:
     import time
 
@@ -207,7 +207,7 @@ def test_a_hostile_rule_pack_is_one_line_in_well_under_a_second(
     rule.write_text(text)
     start = time.monotonic()
     assert main(["rules", "validate", str(tmp_path / "pack")]) == EXIT_RULES
-    assert time.monotonic() - start < 0.5
+    assert time.monotonic() - start < 5  # about 0.05 s; unbounded, it ran for minutes
     err = capsys.readouterr().err
     assert err == f"trainmedic: invalid rule: {rule}{problem}\n"
 
@@ -219,7 +219,7 @@ def test_a_hostile_rule_pack_is_one_line_in_well_under_a_second(
     ("mixed_precision: fp16\n" + "# padding\n" * 120_000,
      "invalid YAML: larger than 1 MiB, not a rule or config"),
 ])
-def test_a_hostile_accelerate_config_is_one_line_in_well_under_a_second(
+def test_a_hostile_accelerate_config_is_one_line_in_bounded_time(
         tmp_path: Path, text: str, problem: str, capsys: pytest.CaptureFixture[str]) -> None:
     import time
 
@@ -227,7 +227,7 @@ def test_a_hostile_accelerate_config_is_one_line_in_well_under_a_second(
     config.write_text(text)
     start = time.monotonic()
     assert main(["check", str(config)]) == EXIT_INPUT
-    assert time.monotonic() - start < 0.5
+    assert time.monotonic() - start < 5  # about 0.05 s; unbounded, it ran for minutes
     assert f"trainmedic: {config}: cannot check: {problem}\n" in capsys.readouterr().err
 
 
@@ -248,7 +248,7 @@ def test_a_real_accelerate_config_still_parses() -> None:
 
 # --- log globs ------------------------------------------------------------------------------
 
-def test_nine_double_stars_against_a_deep_path_take_milliseconds() -> None:
+def test_nine_double_stars_against_a_deep_path_are_matched_in_bounded_time() -> None:
     import time
 
     from trainmedic.lsp.log_globs import is_log
@@ -259,7 +259,7 @@ def test_nine_double_stars_against_a_deep_path_take_milliseconds() -> None:
     assert not is_log(deep + "/notes.txt", [glob], ["/ws"])
     assert is_log(deep + "/run.log", [glob], ["/ws"])
     assert not is_log(deep + "/run.log.gz", ["**/a*a*a*a*a*a*a*a*a*b/**/*.log"], [])
-    assert time.monotonic() - start < 0.05
+    assert time.monotonic() - start < 2  # milliseconds; the backtracking glob took 29 s
 
 
 @pytest.mark.parametrize(("glob", "path", "expected"), [
