@@ -41,7 +41,7 @@ def test_check_reports_cell_and_line(copied: Path, capsys: pytest.CaptureFixture
     # The scaler is made in cell 2 and stepped in cell 3: the cells are one script.
     assert out[0].startswith(f"{copied}:cell 3:5:5: TM104 scaler.step() without scaler.update()")
     assert out[1].startswith(f"{copied}:cell 4:1:9: TM110 torch.load without weights_only")
-    assert out[-1] == "2 findings in 1 file (2 fixable with --fix)."
+    assert out[-1] == "2 findings in 1 of 1 file (2 fixable with --fix)."
 
 
 def test_json_names_the_cell_of_the_finding_and_of_each_edit(

@@ -23,8 +23,9 @@ function stringField(value: unknown, key: string): string {
     return typeof field === 'string' ? field : '';
 }
 
-function withNotes(report: string, value: unknown): string {
-    const notes = typeof value === 'object' && value !== null ? (value as Record<string, unknown>).notes : undefined;
+/** `report`, and the answer's notes (`key`: what reading skipped or cut) below it. */
+function withNotes(report: string, value: unknown, key: 'notes' | 'warnings'): string {
+    const notes = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
     const lines = Array.isArray(notes) ? notes.filter((n): n is string => typeof n === 'string') : [];
     return lines.length === 0 ? report : `${report.trimEnd()}\n\n**Notes**\n\n${lines.map((n) => `- ${n}`).join('\n')}\n`;
 }
@@ -71,12 +72,12 @@ class TrainmedicTool implements vscode.LanguageModelTool<unknown> {
             case 'diagnoseSource':
                 return this.diagnoseText(this.sourceText(call.source));
             case 'diagnosePaths': {
-                const result = await this.server.execute('trainmedic.diagnosePaths', [{ paths: call.paths }]);
-                return withNotes(stringField(result, 'markdown'), result);
+                const result = await this.server.execute('trainmedic.diagnose', [{ paths: call.paths }]);
+                return withNotes(stringField(result, 'markdown'), result, 'warnings');
             }
             case 'check': {
                 const result = await this.server.execute('trainmedic.check', [{ paths: call.paths }]);
-                return withNotes(stringField(result, 'report'), result);
+                return withNotes(stringField(result, 'report'), result, 'notes');
             }
             case 'explain':
                 return stringField(await this.server.execute('trainmedic.explain', [call.ruleId]), 'markdown');

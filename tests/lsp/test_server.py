@@ -17,7 +17,7 @@ from trainmedic.lsp.features import FEATURES
 from trainmedic.lsp.server import ClientLogHandler, create_server
 
 SERVER_COMMANDS = {"trainmedic.diagnose", "trainmedic.explain", "trainmedic.listRules",
-                   "trainmedic.reloadRules", "trainmedic.check", "trainmedic.diagnosePaths",
+                   "trainmedic.reloadRules", "trainmedic.check",
                    "trainmedic.testRuleFile"}
 
 

@@ -173,7 +173,7 @@ async def run_paths(ls: TrainmedicServer, paths: list[str], max_bytes: int | Non
     loop = asyncio.get_running_loop()
     files, warnings = await loop.run_in_executor(ls.jobs, expand, paths)
     with ls.idle_trim.diagnosing():
-        async with _progress(ls, title, cancel) as report:
+        async with _progress(ls, title, cancel, shown=True) as report:
             try:
                 diagnosis, read_warnings = await loop.run_in_executor(
                     ls.jobs, _diagnose_files, files, max_bytes, catalogue, matcher, cancel,

@@ -30,6 +30,6 @@ FEATURES = (
     "trainmedic.lsp.features.code_actions",
     "trainmedic.lsp.features.script_checks",
     "trainmedic.lsp.features.notebook_checks",
-    "trainmedic.lsp.features.file_commands",
+    "trainmedic.lsp.features.check_command",
     "trainmedic.lsp.features.rule_authoring",
 )

@@ -1,5 +1,5 @@
-"""`trainmedic.check` and `trainmedic.diagnosePaths`: files on disk through the server, as
-the editor's language-model tools call them."""
+"""`trainmedic.check`, and `trainmedic.diagnose` with `paths`: files on disk through the
+server, as the editor's language-model tools call them."""
 
 from __future__ import annotations
 
@@ -29,11 +29,11 @@ async def test_check_reports_each_finding_with_its_code(client: LanguageClient,
 
 @pytest.mark.asyncio
 async def test_diagnose_paths_reads_logs_and_notebooks(client: LanguageClient) -> None:
-    result = await execute(client, "trainmedic.diagnosePaths",
+    result = await execute(client, "trainmedic.diagnose",
                            {"paths": [str(FIXTURES / "amp-loss-scale-3ranks.log")]})
     assert result["diagnoses"][0]["rule_id"] == "amp-loss-scale"
     assert "Mixed precision loss scale" in result["markdown"]
-    result = await execute(client, "trainmedic.diagnosePaths", {"paths": [str(NOTEBOOK)]})
+    result = await execute(client, "trainmedic.diagnose", {"paths": [str(NOTEBOOK)]})
     assert result["diagnoses"][0]["rule_id"] == "cuda-oom"
 
 
@@ -41,8 +41,8 @@ async def test_diagnose_paths_reads_logs_and_notebooks(client: LanguageClient) -
 @pytest.mark.parametrize(("command", "argument", "message"), [
     ("trainmedic.check", {"paths": []}, 'expects [{"paths"'),
     ("trainmedic.check", {"paths": ["/no/such/train.py"]}, "no such file or directory"),
-    ("trainmedic.diagnosePaths", "run.log", 'expects [{"paths"'),
-    ("trainmedic.diagnosePaths", {"paths": ["/no/such/run.log"]}, "no such file or directory"),
+    ("trainmedic.diagnose", "run.log", 'expects [{"text"'),
+    ("trainmedic.diagnose", {"paths": ["/no/such/run.log"]}, "no such file or directory"),
 ])
 async def test_bad_paths_are_invalid_params(client: LanguageClient, command: str,
                                             argument: object, message: str) -> None:
