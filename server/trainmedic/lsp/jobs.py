@@ -1,9 +1,10 @@
 """Running the core's `diagnose` for the server: off the event loop, cancellable.
 
-Every text is diagnosed in a worker thread, so that however long a diagnosis takes (long
-lines, a rule pack's patterns) hovers and other requests are answered meanwhile. Each time the
-engine reads its next chunk, the worker stops if the client cancelled or newer text superseded
-it; for a text of `LARGE_LINES` lines or more it also reports `$/progress`.
+Every text is diagnosed in a worker thread, changed rule packs loaded there too, so that
+however long a diagnosis takes (long lines, a rule pack's patterns) hovers and other requests
+are answered meanwhile. Each time the engine reads its next chunk, the worker stops if the
+client cancelled or newer text superseded it; for a text of `LARGE_LINES` lines or more it
+also reports `$/progress`.
 """
 
 from __future__ import annotations
@@ -57,10 +58,14 @@ class _Watched(io.BytesIO):
         return super().read(size)
 
 
-def _diagnose(text: str, path: str, catalogue: Catalogue, matcher: Matcher,
-              cancel: threading.Event, report: Report) -> Diagnosis:
+Rules = Callable[[], tuple[Catalogue, Matcher]]
+
+
+def _diagnose(text: str, path: str, rules: Rules, cancel: threading.Event,
+              report: Report) -> tuple[Diagnosis, Catalogue]:
+    catalogue, matcher = rules()  # loading and compiling changed packs takes time too
     stream = _Watched(text.encode("utf-8", errors="replace"), cancel, report)
-    return diagnose([(path, stream)], catalogue, matcher)
+    return diagnose([(path, stream)], catalogue, matcher), catalogue
 
 
 def supports_progress(ls: TrainmedicServer) -> bool:
@@ -106,10 +111,8 @@ async def _progress(ls: TrainmedicServer, title: str, cancel: threading.Event,
 async def run(ls: TrainmedicServer, text: str, path: str, cancel: threading.Event,
               title: str, catalogue: Catalogue | None = None) -> tuple[Diagnosis, Catalogue]:
     """Diagnose `text` with `catalogue` (the configured one by default); raises `Cancelled`."""
-    if catalogue is None:
-        catalogue, matcher = ls.rules.current()
-    else:
-        matcher = matcher_for(catalogue)
+    given = catalogue
+    rules: Rules = ls.rules.current if given is None else lambda: (given, matcher_for(given))
     with ls.idle_trim.diagnosing():
         large = text.count("\n") >= LARGE_LINES
         async with _progress(ls, title, cancel, shown=large) as report:
@@ -118,8 +121,8 @@ async def run(ls: TrainmedicServer, text: str, path: str, cancel: threading.Even
                 # Not kept in a variable: the frame would hold the future, the future the
                 # worker's `Cancelled`, and its traceback the frame, a cycle that keeps the
                 # text and the engine's state until the next full garbage collection.
-                return await loop.run_in_executor(ls.jobs, _diagnose, text, path, catalogue,
-                                                  matcher, cancel, report), catalogue
+                return await loop.run_in_executor(ls.jobs, _diagnose, text, path, rules,
+                                                  cancel, report)
             except asyncio.CancelledError:
                 cancel.set()
                 raise
