@@ -7,6 +7,7 @@ to load is reported once per change and left out; the others still apply.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -66,6 +67,8 @@ class RulePacks:
         self._bundled: Catalogue | None = None
         self._stamp: Stamp | None = None
         self._current: tuple[Catalogue, Matcher] | None = None
+        # Diagnoses load and compile in worker threads, features read on the event loop.
+        self._lock = threading.RLock()
 
     @property
     def bundled(self) -> Catalogue:
@@ -85,12 +88,14 @@ class RulePacks:
 
     def current(self) -> tuple[Catalogue, Matcher]:
         """The catalogue and its matcher, rebuilt when a pack changed on disk."""
-        if self._current is None or self.changed():
-            return self.reload()
-        return self._current
+        with self._lock:
+            if self._current is None or self.changed():
+                return self.reload()
+            return self._current
 
     def reload(self) -> tuple[Catalogue, Matcher]:
-        self._stamp = stamp(self.directories)
-        catalogue = layered(self.bundled, self.directories, self.report)
-        self._current = (catalogue, matcher_for(catalogue))
-        return self._current
+        with self._lock:
+            self._stamp = stamp(self.directories)
+            catalogue = layered(self.bundled, self.directories, self.report)
+            self._current = (catalogue, matcher_for(catalogue))
+            return self._current

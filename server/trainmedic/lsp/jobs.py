@@ -1,11 +1,11 @@
 """Running the core's `diagnose` for the server: off the event loop, cancellable.
 
-Every text is diagnosed in a worker thread, so that however long a diagnosis takes (long
-lines, a rule pack's patterns) hovers and other requests are answered meanwhile. Each time the
-engine reads its next chunk, the worker stops if the client cancelled or newer text superseded
-it; for a text of `LARGE_LINES` lines or more it also reports `$/progress`. Files and folders
-(`run_paths`) are read from disk with the CLI's input code, in a worker thread too, with the
-same progress and cancellation.
+Every text is diagnosed in a worker thread, changed rule packs loaded there too, so that
+however long a diagnosis takes (long lines, a rule pack's patterns) hovers and other requests
+are answered meanwhile. Each time the engine reads its next chunk, the worker stops if the
+client cancelled or newer text superseded it; for a text of `LARGE_LINES` lines or more it
+also reports `$/progress`. Files and folders (`run_paths`) are read from disk with the CLI's
+input code, in a worker thread too, with the same progress and cancellation.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from trainmedic.catalogue.rules import Catalogue
-from trainmedic.diagnosis.engine import diagnose
 from trainmedic.logs.inputs import expand, opened, total_size
 from trainmedic.matching.choice import matcher_for
 from trainmedic.matching.python import Matcher
@@ -61,19 +60,26 @@ class _Watched(io.BytesIO):
         return super().read(size)
 
 
-def _diagnose(text: str, path: str, catalogue: Catalogue, matcher: Matcher,
-              cancel: threading.Event, report: Report) -> Diagnosis:
+Rules = Callable[[], tuple[Catalogue, Matcher]]
+
+
+def _diagnose(text: str, path: str, rules: Rules, cancel: threading.Event,
+              report: Report) -> tuple[Diagnosis, Catalogue]:
     from trainmedic.diagnosis.engine import diagnose  # here: the server starts without it
 
+    catalogue, matcher = rules()  # loading and compiling changed packs takes time too
     stream = _Watched(text.encode("utf-8", errors="replace"), cancel, report)
-    return diagnose([(path, stream)], catalogue, matcher)
+    return diagnose([(path, stream)], catalogue, matcher), catalogue
 
 
-def _diagnose_files(files: list[str], max_bytes: int | None, catalogue: Catalogue,
-                    matcher: Matcher, cancel: threading.Event,
-                    report: Report) -> tuple[Diagnosis, list[str]]:
+def _diagnose_files(files: list[str], max_bytes: int | None, rules: Rules,
+                    cancel: threading.Event,
+                    report: Report) -> tuple[Diagnosis, Catalogue, list[str]]:
     """The files diagnosed as one run, as `trainmedic diagnose FILE...` reads them (in this
     thread: a server's threads must not fork), and the warnings of their reading."""
+    from trainmedic.diagnosis.engine import diagnose
+
+    catalogue, matcher = rules()
     total = max(total_size(files, max_bytes), 1)
 
     def progress(done: int) -> None:
@@ -85,7 +91,7 @@ def _diagnose_files(files: list[str], max_bytes: int | None, catalogue: Catalogu
         raise Cancelled
     with opened(files, max_bytes) as streams:
         diagnosis = diagnose(streams, catalogue, matcher, 1, progress)
-    return diagnosis, streams.warnings
+    return diagnosis, catalogue, streams.warnings
 
 
 def supports_progress(ls: TrainmedicServer) -> bool:
@@ -131,10 +137,8 @@ async def _progress(ls: TrainmedicServer, title: str, cancel: threading.Event,
 async def run(ls: TrainmedicServer, text: str, path: str, cancel: threading.Event,
               title: str, catalogue: Catalogue | None = None) -> tuple[Diagnosis, Catalogue]:
     """Diagnose `text` with `catalogue` (the configured one by default); raises `Cancelled`."""
-    if catalogue is None:
-        catalogue, matcher = ls.rules.current()
-    else:
-        matcher = matcher_for(catalogue)
+    given = catalogue
+    rules: Rules = ls.rules.current if given is None else lambda: (given, matcher_for(given))
     with ls.idle_trim.diagnosing():
         large = text.count("\n") >= LARGE_LINES
         async with _progress(ls, title, cancel, shown=large) as report:
@@ -143,8 +147,8 @@ async def run(ls: TrainmedicServer, text: str, path: str, cancel: threading.Even
                 # Not kept in a variable: the frame would hold the future, the future the
                 # worker's `Cancelled`, and its traceback the frame, a cycle that keeps the
                 # text and the engine's state until the next full garbage collection.
-                return await loop.run_in_executor(ls.jobs, _diagnose, text, path, catalogue,
-                                                  matcher, cancel, report), catalogue
+                return await loop.run_in_executor(ls.jobs, _diagnose, text, path, rules,
+                                                  cancel, report)
             except asyncio.CancelledError:
                 cancel.set()
                 raise
@@ -166,20 +170,17 @@ async def run_paths(ls: TrainmedicServer, paths: list[str], max_bytes: int | Non
     """Diagnose files and folders as the CLI does (folders walked, ranks from file names,
     launcher error files decoded, `max_bytes` of each file); raises `Cancelled`, and
     `InputError` (its line for the user) for what is not a log."""
-    if catalogue is None:
-        catalogue, matcher = ls.rules.current()
-    else:
-        matcher = matcher_for(catalogue)
+    given = catalogue
+    rules: Rules = ls.rules.current if given is None else lambda: (given, matcher_for(given))
     loop = asyncio.get_running_loop()
     files, warnings = await loop.run_in_executor(ls.jobs, expand, paths)
     with ls.idle_trim.diagnosing():
         async with _progress(ls, title, cancel, shown=True) as report:
             try:
-                diagnosis, read_warnings = await loop.run_in_executor(
-                    ls.jobs, _diagnose_files, files, max_bytes, catalogue, matcher, cancel,
-                    report)
+                diagnosis, used, read_warnings = await loop.run_in_executor(
+                    ls.jobs, _diagnose_files, files, max_bytes, rules, cancel, report)
             except asyncio.CancelledError:
                 cancel.set()
                 raise
-    return FilesDiagnosis(diagnosis, catalogue, tuple(files),
+    return FilesDiagnosis(diagnosis, used, tuple(files),
                           tuple(warnings + read_warnings))
