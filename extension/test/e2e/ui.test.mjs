@@ -624,10 +624,12 @@ const cellEditor = (text) => page.locator('.notebook-editor .cell-editor-contain
 
 step('a notebook’s risky cell shows its warning, its hover and a quick fix that edits the cell', async () => {
     await runCommand('View: Single Column Editor Layout');
+    await runCommand('View: Hide Panel'); // an earlier step's Problems would cover the cell
     await pick('Control+P', NOTEBOOK, NOTEBOOK);
     await page.locator('.tab.active', { hasText: NOTEBOOK }).waitFor();
     const cell = cellEditor('scaler.step(optimizer)');
     await cell.waitFor();
+    await cell.scrollIntoViewIfNeeded();
     const squiggle = cell.locator('.squiggly-warning').first();
     await squiggle.waitFor({ state: 'attached', timeout: 60_000 });
     // The cell may still be laying out when the mouse first arrives: move away and back.
@@ -747,7 +749,8 @@ step('each language-model tool answers through vscode.lm.invokeTool', async () =
 });
 
 step('New Rule from Selection writes a rule from a log line, and each save checks it', async () => {
-    await page.locator('.tab', { hasText: LOG }).first().click(); // open since the first step
+    await pick('Control+P', LOG, LOG); // earlier steps may have closed it
+    await page.locator('.tab.active', { hasText: LOG }).waitFor();
     const editor = page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
     await editor.locator('.view-lines').click();
     await goToLine(TRACEBACK.last);

@@ -38,6 +38,8 @@ _CUDA_SCALER = _AMP_SCALER[1:]
 # backoff_factor before growth_factor, unlike GradScaler.
 _SHARDED_SCALER = ("device", "init_scale", "backoff_factor", "growth_factor",
                    "growth_interval", "enabled", "process_group")
+# Data preprocessing, not loss scaling (sklearn.preprocessing's scalers, by their usual names).
+FEATURE_SCALERS = frozenset({"StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler"})
 SHARDED_SCALERS = frozenset({"torch.distributed.fsdp.sharded_grad_scaler.ShardedGradScaler"})
 # qualified name → its parameters in order
 GRAD_SCALERS: dict[str, tuple[str, ...]] = {
@@ -153,6 +155,14 @@ def _scalerish(key: str) -> bool:
     return "scaler" in key.split("[", 1)[0].rsplit(".", 1)[-1].lower()
 
 
+def _loss_scaler_like(src: PythonSource, call: ast.Call, qualname: str | None) -> bool:
+    """A call that makes a loss scaler of some library (`NativeScaler()`, `utils.LossScaler()`),
+    not a data scaler such as scikit-learn's `StandardScaler`, which scales features."""
+    callee = _callee(src, call)
+    return callee.endswith("Scaler") and callee not in FEATURE_SCALERS and \
+        not (qualname or "").startswith("sklearn.")
+
+
 def _callee(src: PythonSource, call: ast.Call) -> str:
     """The last part of what is called: `NativeScaler` for `utils.NativeScaler()`."""
     name = src.qualname(call.func) or reference(call.func) or ""
@@ -179,7 +189,7 @@ def _collect(src: PythonSource) -> AmpFacts:
     passed: list[ast.Call] = []
     for call in src.calls:
         qualname = src.qualname(call.func)
-        if qualname in GRAD_SCALERS or _callee(src, call).endswith("Scaler"):
+        if qualname in GRAD_SCALERS or _loss_scaler_like(src, call, qualname):
             (facts.scalers if qualname in GRAD_SCALERS else facts.other_scalers).append(call)
             keys, inside = _targets(src, call)
             (facts.containers if inside else facts.scaler_keys).update(keys)
