@@ -749,7 +749,11 @@ step('each language-model tool answers through vscode.lm.invokeTool', async () =
 });
 
 step('New Rule from Selection writes a rule from a log line, and each save checks it', async () => {
-    await pick('Control+P', LOG, LOG); // earlier steps may have closed it
+    // Earlier steps may have closed it. Enter once the first match is the log: clicking a row
+    // can land on a list still showing the recent files.
+    await (await quickInput('Control+P')).fill(LOG);
+    await page.locator('.quick-input-list .monaco-list-row.focused', { hasText: LOG }).waitFor();
+    await page.keyboard.press('Enter');
     await page.locator('.tab.active', { hasText: LOG }).waitFor();
     const editor = page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
     await editor.locator('.view-lines').click();
