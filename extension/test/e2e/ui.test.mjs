@@ -646,7 +646,7 @@ step('a notebook’s risky cell shows its warning, its hover and a quick fix tha
             }
         }
     }
-    await shot('16-notebook-cell-hover');
+    await shot('27-notebook-cell-hover');
     await page.keyboard.press('Escape');
     // The cursor on the warning (Escape would leave the cell's editor), the mouse out of the
     // way (its hover would come back), then the quick fix menu, again if the editor was busy.
@@ -677,7 +677,7 @@ step('a notebook’s risky cell shows its warning, its hover and a quick fix tha
     if (!source.includes('    scaler.step(optimizer)\n    scaler.update()\n')) {
         throw new Error(`the fixed cell on disk:\n${source}`);
     }
-    await shot('17-notebook-cell-fixed');
+    await shot('28-notebook-cell-fixed');
 });
 
 step('Diagnose Cell Output on the failed cell names its rule in the panel and on the cell', async () => {
@@ -686,12 +686,12 @@ step('Diagnose Cell Output on the failed cell names its rule in the panel and on
     await runCommand('TrainMedic: Diagnose Cell Output');
     const panel = await webviewWith('h1', 'CUDA out of memory');
     await panel.locator('.meta', { hasText: `the output of cell 5 of ${NOTEBOOK}` }).waitFor();
-    await shot('18-cell-output-diagnosed');
+    await shot('29-cell-output-diagnosed');
     // The diagnostic sits on the cell's line that raised ("Cell In[4], line 2"); the panel may
     // have opened over the notebook.
     await page.locator('.tab', { hasText: NOTEBOOK }).first().click();
     await cell.locator('.squiggly-error').first().waitFor({ state: 'attached' });
-    await shot('19-cell-output-on-the-cell');
+    await shot('30-cell-output-on-the-cell');
     await runCommand('View: Single Column Editor Layout');
 });
 
@@ -711,13 +711,13 @@ step('a rank-prefixed traceback frame in the terminal is a link that opens the f
     const at = { x: box.x + 20, y: box.y + box.height / 2 };
     await page.mouse.move(at.x, at.y);
     await page.waitForTimeout(800);
-    await shot('20-terminal-rank-frame-link');
+    await shot('31-terminal-rank-frame-link');
     await page.keyboard.down('Control');
     await page.mouse.click(at.x, at.y);
     await page.keyboard.up('Control');
     await page.locator('.tab.active', { hasText: SCRIPT }).waitFor();
     await page.locator('.statusbar-item', { hasText: 'Ln 7, Col 1' }).first().waitFor();
-    await shot('21-terminal-link-opened');
+    await shot('32-terminal-link-opened');
     await runCommand('View: Hide Panel');
 });
 
@@ -743,7 +743,7 @@ step('each language-model tool answers through vscode.lm.invokeTool', async () =
         await editor.locator('.view-lines', { hasText: expected }).waitFor({ timeout: 10_000 }).catch(async () => {
             throw new Error(`${call}: the answer does not mention “${expected}”:\n${await editor.locator('.view-lines').innerText()}`);
         });
-        await shot(`22-lm-tool-${tool}`);
+        await shot(`33-lm-tool-${tool}`);
         await runCommand('View: Revert and Close Editor'); // an untitled answer, closed unsaved
     }
 });
@@ -777,7 +777,7 @@ step('New Rule from Selection writes a rule from a log line, and each save check
     if (!written.includes('  match:\n    - text: "[rank0]: FloatingPointError: Minimum loss scale reached (0.0001).') || !written.includes('  no_match:\n')) {
         throw new Error(`the new rule:\n${written}`);
     }
-    await shot('23-new-rule-from-selection');
+    await shot('34-new-rule-from-selection');
     // A weight above 1 breaks the rule: the save is checked and the line is marked.
     const rule = page.locator('.editor-group-container.active .editor-instance .monaco-editor').first();
     const weightLine = written.split('\n').indexOf('    weight: 0.9') + 1;
@@ -790,7 +790,7 @@ step('New Rule from Selection writes a rule from a log line, and each save check
     await page.keyboard.press('Control+Shift+M');
     await page.getByPlaceholder(/^Filter \(e\.g\. text/).fill('min-loss-scale');
     await page.locator('.markers-panel .monaco-list-row', { hasText: 'weight: must be smaller than or equal to 1' }).first().waitFor({ state: 'visible' });
-    await shot('24-rule-checked-on-save');
+    await shot('35-rule-checked-on-save');
     await runCommand('View: Hide Panel');
 });
 
