@@ -10,6 +10,7 @@ from trainmedic.logs.prefixes import (
     Prefix,
     Relay,
     census,
+    local_only_rank,
     parse_rank,
     relayed_rank,
 )
@@ -102,3 +103,17 @@ def test_no_relay_is_invented(text: str) -> None:
 
 def test_census_reads_prefixes_only_at_line_starts() -> None:
     assert census("loss went to 7: inf at step 3\n") == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "local"),
+    [
+        ("[default1]:RuntimeError: CUDA error: an illegal memory access was encountered", 1),
+        ("(VllmWorker TP2 pid=47571) WARNING 09-09 15:47:25 [fused_moe.py:727] x", 2),
+        ("[default0]:[rank5]: RuntimeError: x", None),  # the global rank is named too
+        ("[rank3]: Traceback (most recent call last):", None),
+        ("RuntimeError: CUDA error: out of memory", None),
+    ],
+)
+def test_local_only_rank(text: str, local: int | None) -> None:
+    assert local_only_rank(text) == local

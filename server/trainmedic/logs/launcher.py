@@ -103,6 +103,13 @@ class LauncherReport:
     world_size: int | None
     one_node_of_several: bool = False  # a torchelastic agent that saw only its own node
     root_unseen: bool = False  # its summary lists other failures, its Root Cause is cut off
+    summary_ranks: frozenset[tuple[int, int]] = frozenset()  # torchelastic's (rank, local_rank)
+
+    def global_rank(self, local: int) -> int | None:
+        """The global rank torchelastic's summary names for a local rank, when it names one
+        only (each node has a local rank N: two failed workers with it leave it ambiguous)."""
+        ranks = {rank for rank, local_rank in self.summary_ranks if local_rank == local}
+        return next(iter(ranks)) if len(ranks) == 1 else None
 
     @property
     def torchelastic_root(self) -> WorkerExit | None:
@@ -163,6 +170,7 @@ class _Reader:
         self.pid_ranks: dict[int, int] = {}  # Ray workers' pids
         self.summary_ranks: dict[int, int] = {}  # pid -> global rank, from torchelastic's summary
         self.pending_rank: tuple[int, int] | None = None  # summary entry: (rank, local_rank)
+        self.summary_pairs: set[tuple[int, int]] = set()
         self.in_root = False
         self.first_process: dict[str, int] = {}
         self.first_process_left = 0
@@ -206,6 +214,7 @@ class _Reader:
         rank, local = self.pending_rank
         code, signal = _code_and_signal(g["exitcode"], None)
         self.summary_ranks[int(g["pid"])] = rank
+        self.summary_pairs.add((rank, local))
         self.exits.append(WorkerExit(rank, int(g["pid"]), code, signal, line, self.in_root,
                                      local_rank=local))
         self.pending_rank = None
@@ -278,7 +287,8 @@ class _Reader:
                   for pid, line in self.ray_dead]
         several_nodes |= any(e.local_rank is not None and e.rank != e.local_rank for e in exits)
         return LauncherReport(tuple(exits), frozenset(self.terminated), self.world,
-                              several_nodes, self.summary_others and not self.summary_root_seen)
+                              several_nodes, self.summary_others and not self.summary_root_seen,
+                              frozenset(self.summary_pairs))
 
     def _with_global_rank(self, exit_: WorkerExit) -> WorkerExit:
         """An agent's "failed ... local_rank: N" line, with the global rank its summary gives."""
