@@ -421,3 +421,83 @@ def test_a_pdsh_host_prefix_names_the_initiating_host() -> None:
             "worker-0: [rank1]: step 40 loss 1.2\n")
     diagnosis = diagnose_text(text, CATALOGUE, "job.log")
     assert (diagnosis.initiating_rank, diagnosis.initiating_host) == (5, "worker-1")
+
+
+# Real messages: PyTorch's caching allocator (c10/cuda/CUDACachingAllocator.cpp), its CUDA
+# error check (c10/cuda/CUDAException.cpp) and the NCCL watchdog (ProcessGroupNCCL.cpp).
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+       "total capacity of 79.15 GiB of which 1.12 GiB is free.")
+ILLEGAL = ("Traceback (most recent call last):\n"
+           '  File "/workspace/train.py", line 530, in <module>\n'
+           "    main()\n"
+           "RuntimeError: CUDA error: an illegal memory access was encountered")
+WATCHDOG = ("[E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=2001, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, "
+            "Timeout(ms)=600000) ran for 600029 milliseconds before timing out.")
+
+
+def _steps(prefix: str, ranks: range, first: int, last: int) -> list[str]:
+    """Megatron-LM's step line on every rank."""
+    return [f"{prefix.format(r=r, local=r % 4)} iteration {i:8d}/ 100000 | lm loss: "
+            f"2.{i:03d}E+00 | grad norm: 0.8{r} |" for i in range(first, last + 1) for r in ranks]
+
+
+def _error(prefix: str, rank: int, text: str) -> list[str]:
+    return [prefix.format(r=rank, local=rank % 4) + line for line in text.splitlines()]
+
+
+def test_a_failure_its_rank_trained_on_after_is_not_the_root_cause() -> None:
+    ranks, prefix = range(8), "[rank{r}]:"
+    lines = (_steps(prefix, ranks, 1, 5) + _error(prefix, 3, OOM)  # caught: rank 3 goes on
+             + _steps(prefix, ranks, 6, 20) + _error(prefix, 6, ILLEGAL)
+             + [f"[rank{r}]:" + WATCHDOG.format(r=r) for r in ranks if r != 6])
+    diagnosis = diagnose_text("\n".join(lines) + "\n", CATALOGUE, "job.log")
+    assert diagnosis.findings[0].rule_id == "cuda-illegal-memory-access"
+    assert diagnosis.initiating_rank == 6, diagnosis.reason
+    oom = next(f for f in diagnosis.findings if f.rule_id == "cuda-oom")
+    assert oom.went_on
+    assert oom.ranks_went_on == (3,)
+
+
+def test_a_failure_that_ended_its_rank_stays_the_root_cause() -> None:
+    ranks, prefix = range(8), "[rank{r}]:"
+    lines = (_steps(prefix, ranks, 1, 5) + _error(prefix, 3, OOM)
+             + _steps(prefix, [r for r in ranks if r != 3], 6, 20)  # rank 3 printed no more
+             + _error(prefix, 6, ILLEGAL)
+             + [f"[rank{r}]:" + WATCHDOG.format(r=r) for r in ranks if r not in (3, 6)])
+    diagnosis = diagnose_text("\n".join(lines) + "\n", CATALOGUE, "job.log")
+    assert diagnosis.initiating_rank == 3, diagnosis.reason
+    assert not next(f for f in diagnosis.findings if f.rule_id == "cuda-oom").went_on
+
+
+# torchrun's summary (torch/distributed/elastic/multiprocessing/errors): the failed worker's
+# global and local rank and its host.
+SUMMARY = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-05-12_15:52:26
+  host      : node-1
+  rank      : 5 (local_rank: 1)
+  exitcode  : -6 (pid: 91961)
+  error_file: <N/A>
+  traceback : Signal 6 (SIGABRT) received by PID 91961
+============================================================"""
+
+
+def test_a_local_rank_prefix_is_put_on_the_global_rank_the_summary_names() -> None:
+    # two nodes of four GPUs with `torchrun --tee 3`: `[default1]:` is local rank 1 on each
+    ranks, prefix = range(8), "[default{local}]:"
+    lines = (_steps(prefix, ranks, 1, 10) + _error(prefix, 5, ILLEGAL)
+             + [f"[default{r % 4}]:[rank{r}]:" + WATCHDOG.format(r=r) for r in ranks if r != 5]
+             + SUMMARY.splitlines())
+    diagnosis = diagnose_text("\n".join(lines) + "\n", CATALOGUE, "job.log")
+    assert diagnosis.findings[0].rule_id == "cuda-illegal-memory-access"
+    assert diagnosis.initiating_rank == 5, diagnosis.reason
+    assert diagnosis.ranks[5].status is RankStatus.FAILED_FIRST

@@ -11,6 +11,7 @@ from trainmedic.logs.prefixes import (
     Relay,
     census,
     host_prefix,
+    local_only_rank,
     parse_rank,
     relayed_rank,
 )
@@ -112,3 +113,17 @@ def test_pdsh_prefix_names_the_host() -> None:
     assert host_prefix("RuntimeError: [rank5]: boom") is None
     assert host_prefix("RuntimeError: NCCL error") is None
     assert host_prefix("rdma-test-gpu-worker-1: Traceback (most recent call last):") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "local"),
+    [
+        ("[default1]:RuntimeError: CUDA error: an illegal memory access was encountered", 1),
+        ("(VllmWorker TP2 pid=47571) WARNING 09-09 15:47:25 [fused_moe.py:727] x", 2),
+        ("[default0]:[rank5]: RuntimeError: x", None),  # the global rank is named too
+        ("[rank3]: Traceback (most recent call last):", None),
+        ("RuntimeError: CUDA error: out of memory", None),
+    ],
+)
+def test_local_only_rank(text: str, local: int | None) -> None:
+    assert local_only_rank(text) == local

@@ -67,6 +67,9 @@ class Finding:
     evidence: tuple[Line, ...]
     first_by_rank: tuple[tuple[int, Line], ...] = ()
     matched: tuple[str, ...] = ()  # the fingerprints and detectors counted, in evidence order
+    # Every rank that printed it went on training after it (went_on), or these ranks did.
+    went_on: bool = False
+    ranks_went_on: tuple[int, ...] = ()
 
     @property
     def first(self) -> Line:

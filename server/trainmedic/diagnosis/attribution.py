@@ -19,12 +19,12 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cmp_to_key
 from typing import TypeVar
 
 from trainmedic.logs.launcher import CODE_SIGNALS, SIGTERM, LauncherReport, WorkerExit
-from trainmedic.logs.prefixes import host_prefix, rank_of_path
+from trainmedic.logs.prefixes import host_prefix, local_only_rank, rank_of_path
 from trainmedic.model import Basis, Finding, Line, RankReport, RankStatus, Role, Unexplained
 
 T = TypeVar("T")
@@ -95,6 +95,18 @@ def _first_lines(findings: Iterable[Finding], order: Mapping[str, int],
             if current is None or _compare(line, current[0], order) < 0:
                 table[rank] = (line, finding.rule_id)
     return table
+
+
+def _global_ranks(table: dict[int, tuple[Line, str]],
+                  report: LauncherReport) -> dict[int, tuple[Line, str]]:
+    """The table with a rank read from a local-rank prefix alone (torchrun's `[default1]:`)
+    renamed to the global rank the launcher's summary names for that local rank, when it
+    names one only and no line already speaks for that global rank."""
+    renamed: dict[int, tuple[Line, str]] = {}
+    for rank, entry in table.items():
+        named = report.global_rank(rank) if local_only_rank(entry[0].text) == rank else None
+        renamed[rank if named is None or named in table else named] = entry
+    return renamed
 
 
 def _ranks_text(ranks: Iterable[int]) -> str:
@@ -393,17 +405,24 @@ def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
     `unranked_reports` are reports of a failure elsewhere that name no rank (see
     engine.unranked_reports), which may be the launcher's failed worker's own."""
     findings = [f for f in findings if f.rule_id not in LAUNCHER_SUMMARIES]
+    # A failure its ranks trained on after did not end the run: when another root cause did,
+    # the attribution reads only the failures the run ended with, on the ranks it ended.
+    ended = [replace(f, first_by_rank=tuple((r, line) for r, line in f.first_by_rank
+                                            if r not in f.ranks_went_on))
+             for f in findings if not f.went_on]
+    if any(f.role is Role.ROOT for f in ended):
+        findings = ended
     roots = [f for f in findings if f.role is Role.ROOT]
     # What the ranks printed themselves, without the launcher's lines that rules also match.
     said_by_launcher = frozenset((e.line.path, e.line.number) for e in report.exits)
-    own_root = _first_lines(roots, order, said_by_launcher)
-    own_any = _first_lines(findings, order, said_by_launcher)
+    own_root = _global_ranks(_first_lines(roots, order, said_by_launcher), report)
+    own_any = _global_ranks(_first_lines(findings, order, said_by_launcher), report)
     unranked = [*(f.first for f in findings if f.role is Role.COLLATERAL
                   and not f.first_by_rank), *unranked_reports]
     unranked_collateral = chronological(unranked, order)[0] if unranked else None
     deaths = _signal_deaths(report)
-    first_root = {**deaths, **_first_lines(roots, order)}
-    first_any = {**deaths, **_first_lines(findings, order)}
+    first_root = {**deaths, **_global_ranks(_first_lines(roots, order), report)}
+    first_any = {**deaths, **_global_ranks(_first_lines(findings, order), report)}
     seen = set(ranks_seen)
     known = seen | {e.rank for e in report.exits if e.rank is not None}
     if report.world_size:

@@ -19,13 +19,18 @@ from trainmedic.diagnosis.attribution import (
     attribute_ranks,
     chronological,
 )
-from trainmedic.diagnosis.unexplained import Afterwards, Raised, unexplained_failures
+from trainmedic.diagnosis.unexplained import (
+    TRAILER_LINES,
+    Afterwards,
+    Raised,
+    unexplained_failures,
+)
 from trainmedic.events.extract import EventExtractor
 from trainmedic.events.parallel import scans
 from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
 from trainmedic.logs.formats import Source
 from trainmedic.logs.launcher import LAUNCHER, REPEATED, LauncherReport, read_report
-from trainmedic.logs.prefixes import rank_of_path
+from trainmedic.logs.prefixes import local_only_rank, rank_of_path
 from trainmedic.logs.reader import Chunk
 from trainmedic.matching.python import Matcher
 from trainmedic.metrics.series import MetricSeries, detector_key
@@ -46,6 +51,8 @@ class _RuleEvidence:
     counts: Counter[str] = field(default_factory=Counter)
     lines: dict[str, list[Line]] = field(default_factory=dict)
     first_by_rank: dict[int, Line] = field(default_factory=dict)
+    # Each line rank's latest line (keyed as metric lines are: by the line's own rank).
+    last_by_rank: dict[int | None, Line] = field(default_factory=dict)
 
 
 @dataclass
@@ -88,6 +95,7 @@ class Evidence:
             found.counts[hit.fingerprint] += 1
             if len(kept) < EVIDENCE_PER_FINGERPRINT:
                 kept.append(line)
+            found.last_by_rank[line.rank] = line
             rank_text = hit.group("rank")
             rank = int(rank_text) if rank_text and rank_text.isdigit() else line.rank
             if rank is not None:
@@ -140,6 +148,51 @@ def _confidence(rule: Rule, found: _RuleEvidence,
     return round(1.0 - miss, 3), counted
 
 
+def _still_running(evidence: Evidence, catalogue: Catalogue) -> dict[tuple[str, int], int]:
+    """Each global rank's last collateral report (a timeout, a lost peer) per file: a rank that
+    waited for the others was still training then. Ranks read from a local-rank prefix alone
+    are left out: several processes print under one."""
+    latest: dict[tuple[str, int], int] = {}
+    for rule_id, found in evidence.rules.items():
+        rule = catalogue.get(rule_id)
+        if rule is None or rule.role is not Role.COLLATERAL:
+            continue
+        for rank, line in found.last_by_rank.items():
+            if rank is not None and local_only_rank(line.text) is None:
+                key = (line.path, rank)
+                latest[key] = max(latest.get(key, 0), line.number)
+    return latest
+
+
+def _went_on(lines: Iterable[Line], evidence: Evidence,
+             running: dict[tuple[str, int], int]) -> tuple[bool, tuple[int, ...]]:
+    """Every rank that printed these lines went on after its last one: more than TRAILER_LINES
+    on (not its failure's last words, nor a step line its stdout printed late) it printed
+    metric lines (steps, losses) or, for a global rank, a collateral report of its own (it was
+    still in the collectives). So this did not end the run. Also the ranks that went on."""
+    last: dict[tuple[str, int | None], Line] = {}
+    for line in lines:
+        key = (line.path, line.rank)
+        if key not in last or last[key].number < line.number:
+            last[key] = line
+
+    def trained_after(line: Line) -> bool:
+        samples = evidence.last_sample.get(line.path, {})
+        if line.rank is None:  # other processes may print steps after it: who printed it?
+            return samples.get(None, 0) > line.number + TRAILER_LINES
+        latest = samples.get(line.rank, 0)
+        if rank_of_path(line.path) == line.rank:
+            latest = max(latest, samples.get(None, 0))  # one rank's own file
+        if local_only_rank(line.text) is None:
+            latest = max(latest, running.get((line.path, line.rank), 0))
+        return latest > line.number + TRAILER_LINES
+
+    went_on = {key: trained_after(line) for key, line in last.items()}
+    return bool(went_on) and all(went_on.values()), tuple(sorted(
+        {rank for (_, rank), on in went_on.items() if rank is not None and on}
+        - {rank for (_, rank), on in went_on.items() if not on}))
+
+
 def _in_evidence_order(counted: list[tuple[str, list[Line]]],
                        lines: list[Line]) -> tuple[str, ...]:
     """The counted parts' names by their first line in the evidence (ties: as declared)."""
@@ -156,6 +209,7 @@ def score(evidence: Evidence, catalogue: Catalogue) -> list[Finding]:
     order = {path: index for index, path in enumerate(evidence.paths)}
     findings = []
     with_detectors = {r.id: _RuleEvidence() for r in catalogue.rules if r.detectors}
+    running = _still_running(evidence, catalogue)
     for rule_id, found in {**with_detectors, **evidence.rules}.items():
         rule = catalogue.get(rule_id)
         if rule is None:
@@ -167,8 +221,13 @@ def score(evidence: Evidence, catalogue: Catalogue) -> list[Finding]:
         by_rank = sorted(found.first_by_rank.items())
         earliest = chronological([line for _, line in by_rank], order)
         rank = next((r for r, line in by_rank if earliest and line is earliest[0]), None)
+        fired = [line for ref in rule.detectors for name, part in counted if name == ref.name
+                 for line in part]
+        went_on, ranks_went_on = _went_on([*found.last_by_rank.values(), *fired], evidence,
+                                          running)
         findings.append(Finding(rule.id, rule.role, rank, confidence, tuple(lines),
-                                tuple(by_rank), _in_evidence_order(counted, lines)))
+                                tuple(by_rank), _in_evidence_order(counted, lines), went_on,
+                                ranks_went_on))
     return _ordered(findings, catalogue, order)
 
 
@@ -178,7 +237,7 @@ def _goes_before(finding: Finding, other: Finding, catalogue: Catalogue) -> bool
     near-certain and `finding`'s own evidence is clearly weaker (more than OUTRANK_MARGIN
     below). A weak specific guess must not bury a generic failure that is almost sure."""
     if other.rule_id not in catalogue.by_id[finding.rule_id].outranks or \
-            other.role is not finding.role:
+            other.role is not finding.role or finding.went_on > other.went_on:
         return False
     return other.confidence < NEAR_CERTAIN or \
         finding.confidence >= other.confidence - OUTRANK_MARGIN
@@ -186,11 +245,12 @@ def _goes_before(finding: Finding, other: Finding, catalogue: Catalogue) -> bool
 
 def _ordered(findings: list[Finding], catalogue: Catalogue,
              order: dict[str, int]) -> list[Finding]:
-    """Roots first, then by confidence, then by time; then a more specific rule goes before
-    the rules it outranks (see `_goes_before`)."""
+    """Roots first, those the run went on after last, then by confidence, then by time; then
+    a more specific rule goes before the rules it outranks (see `_goes_before`)."""
     timeline = chronological([f.first for f in findings], order)
     sequence = {id(line): i for i, line in enumerate(timeline)}
-    findings.sort(key=lambda f: (f.role is not Role.ROOT, -f.confidence, sequence[id(f.first)]))
+    findings.sort(key=lambda f: (f.role is not Role.ROOT, f.went_on, -f.confidence,
+                                 sequence[id(f.first)]))
     changed = True
     while changed:
         changed = False

@@ -118,6 +118,13 @@ class LauncherReport:
     # The agent's own lines (no summary) name workers whose pids leave gaps: the workers in
     # between, if any, had ended before it looked, and it names only the first it found dead.
     pids_unaccounted: bool = False
+    summary_ranks: frozenset[tuple[int, int]] = frozenset()  # torchelastic's (rank, local_rank)
+
+    def global_rank(self, local: int) -> int | None:
+        """The global rank torchelastic's summary names for a local rank, when it names one
+        only (each node has a local rank N: two failed workers with it leave it ambiguous)."""
+        ranks = {rank for rank, local_rank in self.summary_ranks if local_rank == local}
+        return next(iter(ranks)) if len(ranks) == 1 else None
 
     @property
     def torchelastic_root(self) -> WorkerExit | None:
@@ -209,6 +216,7 @@ class _Reader:
         self.summary_ranks: dict[int, int] = {}  # pid -> global rank, from torchelastic's summary
         self.pending_rank: tuple[int, int] | None = None  # summary entry: (rank, local_rank)
         self.pending_where: dict[str, str] = {}  # summary entry: its time and host
+        self.summary_pairs: set[tuple[int, int]] = set()
         self.in_root = False
         self.first_process: dict[str, int] = {}
         self.first_process_left = 0
@@ -256,6 +264,7 @@ class _Reader:
         code, signal = _code_and_signal(g["exitcode"], None)
         self.summary_ranks[int(g["pid"])] = rank
         where, self.pending_where = self.pending_where, {}
+        self.summary_pairs.add((rank, local))
         self.exits.append(WorkerExit(rank, int(g["pid"]), code, signal, line, self.in_root,
                                      local_rank=local, host=where.get("host"),
                                      time=_summary_time(where.get("time"))))
@@ -331,7 +340,7 @@ class _Reader:
         several_nodes |= any(e.local_rank is not None and e.rank != e.local_rank for e in exits)
         return LauncherReport(tuple(exits), frozenset(self.terminated), self.world,
                               several_nodes, self.summary_others and not self.summary_root_seen,
-                              self._pids_unaccounted())
+                              self._pids_unaccounted(), frozenset(self.summary_pairs))
 
     def _pids_unaccounted(self) -> bool:
         """The agent starts its workers one after another; without its summary, a gap in the

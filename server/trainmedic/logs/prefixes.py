@@ -103,6 +103,24 @@ def host_prefix(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+def local_only_rank(text: str) -> int | None:
+    """The local rank a line's launcher prefixes name when none names its global rank
+    (torchrun's `[default1]:` alone): on several nodes, that number is not the rank."""
+    position, local, matched = 0, None, True
+    while matched:
+        matched = False
+        for pattern, is_global in _PREFIXES:
+            match = pattern.match(text, position)
+            if match:
+                if is_global:
+                    return None
+                local = int(match.group(1))
+                matched = match.end() > position
+                position = match.end()
+                break
+    return local
+
+
 def parse_rank(text: str) -> tuple[int | None, str]:
     """The line's rank (None when nothing says) and its text without launcher prefixes."""
     rank, start = split_prefix(text)
