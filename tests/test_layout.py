@@ -92,6 +92,14 @@ def test_imports_go_forward_along_the_pipeline() -> None:
     assert not backwards(imports())
 
 
+def test_no_editor_feature_imports_another() -> None:
+    # Each feature is applied on its own (lsp/features/__init__.py); what two share lives in
+    # lsp/, beside them.
+    features = "trainmedic.lsp.features."
+    assert not {(name, other) for name, found in imports().items() if name.startswith(features)
+                for other in found if other.startswith(features)}
+
+
 def test_every_folder_is_a_stage() -> None:
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
     modules = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}

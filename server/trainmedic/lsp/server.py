@@ -32,6 +32,7 @@ from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.protocol.json_rpc import JsonRPCProtocol, MsgId
+from pygls.uris import to_fs_path
 
 from trainmedic import __version__
 from trainmedic.catalogue.rules import RuleError
@@ -39,6 +40,7 @@ from trainmedic.lsp.active_catalogue import RulePacks
 from trainmedic.lsp.conversions import Published
 from trainmedic.lsp.features import FEATURES
 from trainmedic.lsp.framing import FrameError, FrameReader
+from trainmedic.lsp.log_globs import is_log
 from trainmedic.lsp.memory import IdleTrim
 from trainmedic.lsp.settings import Settings
 
@@ -258,6 +260,17 @@ class TrainmedicServer(LanguageServer):
         unopened = [uri for uri in self.published if uri not in opened]
         for uri in unopened[: max(len(unopened) - UNOPENED_KEPT, 0)]:
             del self.published[uri]
+
+    def diagnoses_on_open(self, uri: str) -> bool:
+        """Whether `uri` is a log (by `logGlobs`) that is diagnosed when opened."""
+        path = to_fs_path(uri)
+        if not self.settings.diagnose_on_open or path is None:
+            return False
+        workspace = self.workspace
+        roots = [p for p in (to_fs_path(f.uri) for f in workspace.folders.values()) if p]
+        if workspace.root_path:
+            roots.append(workspace.root_path)
+        return is_log(path, self.settings.log_globs, roots)
 
     def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
         """Run `callback` on the event loop; safe from worker threads."""

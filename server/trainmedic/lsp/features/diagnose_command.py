@@ -36,7 +36,6 @@ from trainmedic.logs.inputs import InputError
 from trainmedic.lsp import jobs
 from trainmedic.lsp.active_catalogue import layered
 from trainmedic.lsp.conversions import LineIndex, LineMap, publishable
-from trainmedic.lsp.features.log_diagnostics import diagnosed_on_open
 from trainmedic.lsp.server import TrainmedicServer
 from trainmedic.render.json import to_dict
 from trainmedic.render.markdown import diagnosis_markdown
@@ -124,7 +123,7 @@ def _absolute(ls: TrainmedicServer, path: str) -> str:
 async def _diagnose_paths(ls: TrainmedicServer, request: Request,
                           catalogue: Catalogue | None) -> dict[str, Any] | None:
     paths = [_absolute(ls, p) for p in request.paths]
-    if request.if_log and not all(diagnosed_on_open(ls, from_fs_path(p) or p) for p in paths):
+    if request.if_log and not all(ls.diagnoses_on_open(from_fs_path(p) or p) for p in paths):
         return None
     with ls.cancellation() as cancel:
         try:

@@ -28,7 +28,6 @@ from pygls.uris import to_fs_path
 from trainmedic.lsp import jobs
 from trainmedic.lsp.conversions import LineMap, publishable
 from trainmedic.lsp.following import FollowedLog
-from trainmedic.lsp.log_globs import is_log
 from trainmedic.lsp.server import RULES_CHANGED, SETTINGS_CHANGED, TrainmedicServer
 
 logger = logging.getLogger(__name__)
@@ -51,19 +50,6 @@ class Followed:
     task: asyncio.Task[None] | None = None
 
 
-def diagnosed_on_open(ls: TrainmedicServer, uri: str) -> bool:
-    """Whether `uri` is a log (by `logGlobs`) that is diagnosed when opened."""
-    settings = ls.settings
-    path = to_fs_path(uri)
-    if not settings.diagnose_on_open or path is None:
-        return False
-    workspace = ls.workspace
-    roots = [p for p in (to_fs_path(f.uri) for f in workspace.folders.values()) if p]
-    if workspace.root_path:
-        roots.append(workspace.root_path)
-    return is_log(path, settings.log_globs, roots)
-
-
 class LogDocuments:
     """The diagnoses in flight, one per document: a newer request replaces an older one; and
     the logs followed on disk."""
@@ -74,7 +60,7 @@ class LogDocuments:
         self.followed: dict[str, Followed] = {}
 
     def eligible(self, uri: str) -> bool:
-        return diagnosed_on_open(self.ls, uri)
+        return self.ls.diagnoses_on_open(uri)
 
     def schedule(self, uri: str, delay: float) -> None:
         self.stop(uri)

@@ -20,16 +20,12 @@ from trainmedic.checks import TextEdit, ignore_edit
 from trainmedic.checks.findings import split_lines
 from trainmedic.checks.runner import check_script
 from trainmedic.checks.sources.notebook import CellFinding, NotebookScript
-from trainmedic.lsp.features.script_checks import (
-    DEBOUNCE_SECONDS,
-    client_range,
-    diagnostic,
-    from_client,
-    hover_markdown,
-)
+from trainmedic.lsp.check_conversions import client_range, diagnostic, from_client, hover_markdown
 from trainmedic.lsp.server import SETTINGS_CHANGED, TrainmedicServer
 
 logger = logging.getLogger(__name__)
+
+DEBOUNCE_SECONDS = 0.2  # a pause in typing, as for scripts
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass
 
 from lsprotocol import types
@@ -20,25 +19,19 @@ from pygls.workspace import PositionCodec
 from trainmedic.checks import (
     CheckError,
     CheckFinding,
-    Position,
-    Range,
-    Severity,
     TextEdit,
-    check_by_code,
     file_kind,
     ignore_edit,
     run_checks,
 )
 from trainmedic.checks.findings import split_lines
-from trainmedic.lsp.conversions import ENTRY_URL, SOURCE
+from trainmedic.lsp.check_conversions import client_range, diagnostic, from_client, hover_markdown
 from trainmedic.lsp.log_globs import is_log
 from trainmedic.lsp.server import SETTINGS_CHANGED, TrainmedicServer
 
 logger = logging.getLogger(__name__)
 
 DEBOUNCE_SECONDS = 0.2
-SEVERITY = {Severity.WARNING: types.DiagnosticSeverity.Warning,
-            Severity.INFORMATION: types.DiagnosticSeverity.Information}
 
 
 @dataclass(frozen=True)
@@ -48,60 +41,6 @@ class Checked:
     version: int | None
     lines: list[str]
     findings: tuple[CheckFinding, ...]
-
-
-def from_client(codec: PositionCodec, lines: list[str], at: types.Position) -> Position:
-    """A client position as the checks count it (code points); pygls's codec converts."""
-    found = codec.position_from_client_units(
-        lines, types.Position(line=at.line, character=at.character))  # the codec may clamp it
-    return Position(found.line, found.character)
-
-
-def client_range(codec: PositionCodec, lines: list[str], where: Range) -> types.Range:
-    return codec.range_to_client_units(lines, types.Range(
-        start=types.Position(line=where.start.line, character=where.start.character),
-        end=types.Position(line=where.end.line, character=where.end.character)))
-
-
-def diagnostic(codec: PositionCodec, lines: list[str], finding: CheckFinding) -> types.Diagnostic:
-    return types.Diagnostic(
-        range=client_range(codec, lines, finding.range), message=finding.message,
-        severity=SEVERITY[finding.severity], code=finding.code, source=SOURCE,
-        code_description=types.CodeDescription(href=ENTRY_URL.format(finding.rule_id)))
-
-
-FENCES = {"python": ("python", "py"), "json": ("json",), "yaml": ("yaml", "yml"),
-          "shell": ("bash", "sh", "shell")}
-_FENCE = re.compile(r"```(\w*)\n.*?```", re.S)
-_INLINE_IGNORE = re.compile(r"[^.]*`# trainmedic: ignore[^`]*`[^.]*\.\s*")
-NO_COMMENTS = "**Suppressing:** JSON has no comments, so a finding in a JSON file cannot be " \
-    "silenced inline; the quick fix is the way to clear it."
-
-
-def in_kind(section: str, kind: str | None) -> str:
-    """A section's code examples for this kind of file only, when it has some (a YAML config
-    is shown the YAML, not the Python, way to write it); else the section as it is."""
-    blocks = list(_FENCE.finditer(section))
-    mine = [b.group(0) for b in blocks if b.group(1) in FENCES.get(kind or "", ())]
-    return "\n\n".join(mine) if mine and len(mine) < len(blocks) else section
-
-
-def hover_markdown(finding: CheckFinding, title: str | None, kind: str | None = None) -> str:
-    """The check's own words: what was found, why it matters, what to write instead, in the
-    terms of the kind of file it is in (`file_kind`)."""
-    check = check_by_code(finding.code)
-    sections = check.sections() if check else {}
-    entry = f"[{title or finding.rule_id}]({ENTRY_URL.format(finding.rule_id)})"
-    safety = sections.get("Fix safety", "")
-    if kind == "json":
-        safety = _INLINE_IGNORE.sub("", safety).strip()
-    parts = [f"**{finding.code}** {finding.message}",
-             sections.get("Why is this bad?", ""),
-             "**Fix**\n\n" + in_kind(sections.get("Use instead", ""), kind),
-             "**Fix safety:** " + safety if safety else "",
-             NO_COMMENTS if kind == "json" else "",
-             f"Catalogue entry: {entry}"]
-    return "\n\n".join(p for p in parts if p.strip())
 
 
 class ScriptDocuments:
