@@ -1,5 +1,5 @@
 """Script-check findings in LSP terms, for the features that show them (scripts, notebook
-cells): positions in the client's units, diagnostics, and the hover's Markdown."""
+cells): positions in the client's units, diagnostics, edits, the hover and the quick fixes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import re
 from lsprotocol import types
 from pygls.workspace import PositionCodec
 
-from trainmedic.checks import CheckFinding, Position, Range, Severity, check_by_code
+from trainmedic.catalogue.rules import Catalogue
+from trainmedic.checks import CheckFinding, Position, Range, Severity, TextEdit, check_by_code
 from trainmedic.lsp.conversions import ENTRY_URL, SOURCE
+
+DEBOUNCE_SECONDS = 0.2  # a pause in typing before a changed document is checked again
 
 SEVERITY = {Severity.WARNING: types.DiagnosticSeverity.Warning,
             Severity.INFORMATION: types.DiagnosticSeverity.Information}
@@ -33,6 +36,10 @@ def diagnostic(codec: PositionCodec, lines: list[str], finding: CheckFinding) ->
         range=client_range(codec, lines, finding.range), message=finding.message,
         severity=SEVERITY[finding.severity], code=finding.code, source=SOURCE,
         code_description=types.CodeDescription(href=ENTRY_URL.format(finding.rule_id)))
+
+
+def client_edit(codec: PositionCodec, lines: list[str], edit: TextEdit) -> types.TextEdit:
+    return types.TextEdit(range=client_range(codec, lines, edit.range), new_text=edit.new_text)
 
 
 FENCES = {"python": ("python", "py"), "json": ("json",), "yaml": ("yaml", "yml"),
@@ -67,3 +74,35 @@ def hover_markdown(finding: CheckFinding, title: str | None, kind: str | None = 
              NO_COMMENTS if kind == "json" else "",
              f"Catalogue entry: {entry}"]
     return "\n\n".join(p for p in parts if p.strip())
+
+
+def findings_hover(codec: PositionCodec, lines: list[str], findings: list[CheckFinding],
+                   catalogue: Catalogue, kind: str | None = None) -> types.Hover | None:
+    """One hover for the findings under the mouse, each in its check's words."""
+    if not findings:
+        return None
+    text = "\n\n---\n\n".join(
+        hover_markdown(f, (rule.title if (rule := catalogue.get(f.rule_id)) else None), kind)
+        for f in findings)
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+                       range=client_range(codec, lines, findings[0].range))
+
+
+def finding_actions(codec: PositionCodec, lines: list[str], uri: str,
+                    finding: CheckFinding, fix: dict[str, list[types.TextEdit]] | None,
+                    ignore: TextEdit | None) -> list[types.CodeAction]:
+    """The preferred quick fix of a finding in document `uri` (`fix`: its edits, by the
+    document each changes), and "ignore here" (`ignore`: the edit that adds the comment)."""
+    addressed = [diagnostic(codec, lines, finding)]
+    actions: list[types.CodeAction] = []
+    if fix:
+        actions.append(types.CodeAction(
+            title=f"Fix {finding.code}: {finding.message.split(':', 1)[0]}",
+            kind=types.CodeActionKind.QuickFix, diagnostics=addressed, is_preferred=True,
+            edit=types.WorkspaceEdit(changes=fix)))
+    if ignore is not None:
+        actions.append(types.CodeAction(
+            title=f"Ignore {finding.code} here", kind=types.CodeActionKind.QuickFix,
+            diagnostics=addressed,
+            edit=types.WorkspaceEdit(changes={uri: [client_edit(codec, lines, ignore)]})))
+    return actions

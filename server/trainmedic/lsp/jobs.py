@@ -134,11 +134,18 @@ async def _progress(ls: TrainmedicServer, title: str, cancel: threading.Event,
         progress.tokens.pop(token, None)
 
 
+def _rules(ls: TrainmedicServer, catalogue: Catalogue | None) -> Rules:
+    """The rules a job runs with, loaded in its worker: `catalogue` when given, else the
+    configured ones."""
+    if catalogue is None:
+        return ls.rules.current
+    return lambda: (catalogue, matcher_for(catalogue))
+
+
 async def run(ls: TrainmedicServer, text: str, path: str, cancel: threading.Event,
               title: str, catalogue: Catalogue | None = None) -> tuple[Diagnosis, Catalogue]:
     """Diagnose `text` with `catalogue` (the configured one by default); raises `Cancelled`."""
-    given = catalogue
-    rules: Rules = ls.rules.current if given is None else lambda: (given, matcher_for(given))
+    rules = _rules(ls, catalogue)
     with ls.idle_trim.diagnosing():
         large = text.count("\n") >= LARGE_LINES
         async with _progress(ls, title, cancel, shown=large) as report:
@@ -170,8 +177,7 @@ async def run_paths(ls: TrainmedicServer, paths: list[str], max_bytes: int | Non
     """Diagnose files and folders as the CLI does (folders walked, ranks from file names,
     launcher error files decoded, `max_bytes` of each file); raises `Cancelled`, and
     `InputError` (its line for the user) for what is not a log."""
-    given = catalogue
-    rules: Rules = ls.rules.current if given is None else lambda: (given, matcher_for(given))
+    rules = _rules(ls, catalogue)
     loop = asyncio.get_running_loop()
     files, warnings = await loop.run_in_executor(ls.jobs, expand, paths)
     with ls.idle_trim.diagnosing():

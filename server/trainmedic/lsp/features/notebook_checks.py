@@ -14,18 +14,22 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
-from pygls.workspace import PositionCodec
 
-from trainmedic.checks import TextEdit, ignore_edit
+from trainmedic.checks import ignore_edit
 from trainmedic.checks.findings import split_lines
 from trainmedic.checks.runner import check_script
 from trainmedic.checks.sources.notebook import CellFinding, NotebookScript
-from trainmedic.lsp.check_conversions import client_range, diagnostic, from_client, hover_markdown
+from trainmedic.lsp.check_conversions import (
+    DEBOUNCE_SECONDS,
+    client_edit,
+    diagnostic,
+    finding_actions,
+    findings_hover,
+    from_client,
+)
 from trainmedic.lsp.server import SETTINGS_CHANGED, TrainmedicServer
 
 logger = logging.getLogger(__name__)
-
-DEBOUNCE_SECONDS = 0.2  # a pause in typing, as for scripts
 
 
 @dataclass(frozen=True)
@@ -114,10 +118,6 @@ class Notebooks:
         return checked, checked.in_cell(cell_uri)
 
 
-def client_edit(codec: PositionCodec, lines: list[str], edit: TextEdit) -> types.TextEdit:
-    return types.TextEdit(range=client_range(codec, lines, edit.range), new_text=edit.new_text)
-
-
 def hover(notebooks: Notebooks, params: types.HoverParams) -> types.Hover | None:
     uri = params.text_document.uri
     found = notebooks.for_cell(uri)
@@ -128,14 +128,7 @@ def hover(notebooks: Notebooks, params: types.HoverParams) -> types.Hover | None
     lines = checked.lines[uri]
     at = from_client(codec, lines, params.position)
     here = [f.finding for f in findings if f.finding.range.start <= at <= f.finding.range.end]
-    if not here:
-        return None
-    catalogue = notebooks.ls.rules.bundled
-    text = "\n\n---\n\n".join(
-        hover_markdown(f, (rule.title if (rule := catalogue.get(f.rule_id)) else None))
-        for f in here)
-    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-                       range=client_range(codec, lines, here[0].range))
+    return findings_hover(codec, lines, here, notebooks.ls.rules.bundled)
 
 
 def code_actions(notebooks: Notebooks, params: types.CodeActionParams) -> list[types.CodeAction]:
@@ -155,23 +148,12 @@ def code_actions(notebooks: Notebooks, params: types.CodeActionParams) -> list[t
         finding = placed.finding
         if finding.range.end < start or end < finding.range.start:
             continue
-        addressed = [diagnostic(codec, lines, finding)]
-        if placed.fix:
-            changes: dict[str, list[types.TextEdit]] = {}
-            for edit in placed.fix:
-                cell = checked.cells[edit.cell]
-                changes.setdefault(cell, []).append(
-                    client_edit(codec, checked.lines[cell], edit.edit))
-            actions.append(types.CodeAction(
-                title=f"Fix {finding.code}: {finding.message.split(':', 1)[0]}",
-                kind=types.CodeActionKind.QuickFix, diagnostics=addressed, is_preferred=True,
-                edit=types.WorkspaceEdit(changes=changes)))
-        ignore = ignore_edit(uri, lines, finding)
-        if ignore is not None:
-            actions.append(types.CodeAction(
-                title=f"Ignore {finding.code} here", kind=types.CodeActionKind.QuickFix,
-                diagnostics=addressed,
-                edit=types.WorkspaceEdit(changes={uri: [client_edit(codec, lines, ignore)]})))
+        changes: dict[str, list[types.TextEdit]] = {}
+        for edit in placed.fix or ():
+            cell = checked.cells[edit.cell]
+            changes.setdefault(cell, []).append(client_edit(codec, checked.lines[cell], edit.edit))
+        actions += finding_actions(codec, lines, uri, finding, changes,
+                                   ignore_edit(uri, lines, finding))
     return actions
 
 

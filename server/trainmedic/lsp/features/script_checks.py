@@ -14,24 +14,27 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
-from pygls.workspace import PositionCodec
 
 from trainmedic.checks import (
     CheckError,
     CheckFinding,
-    TextEdit,
     file_kind,
     ignore_edit,
     run_checks,
 )
 from trainmedic.checks.findings import split_lines
-from trainmedic.lsp.check_conversions import client_range, diagnostic, from_client, hover_markdown
+from trainmedic.lsp.check_conversions import (
+    DEBOUNCE_SECONDS,
+    client_edit,
+    diagnostic,
+    finding_actions,
+    findings_hover,
+    from_client,
+)
 from trainmedic.lsp.log_globs import is_log
 from trainmedic.lsp.server import SETTINGS_CHANGED, TrainmedicServer
 
 logger = logging.getLogger(__name__)
-
-DEBOUNCE_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -140,10 +143,6 @@ class ScriptDocuments:
                 self.publish(uri, None)
 
 
-def _edit(codec: PositionCodec, lines: list[str], edit: TextEdit) -> types.TextEdit:
-    return types.TextEdit(range=client_range(codec, lines, edit.range), new_text=edit.new_text)
-
-
 def code_actions(documents: ScriptDocuments, uri: str,
                  requested: types.Range) -> list[types.CodeAction]:
     """A preferred quick fix per finding in the range that has one, and "ignore here"."""
@@ -159,19 +158,9 @@ def code_actions(documents: ScriptDocuments, uri: str,
     for finding in checked.findings:
         if finding.range.end < start or end < finding.range.start:
             continue
-        addressed = [diagnostic(codec, lines, finding)]
-        if finding.fix:
-            title = f"Fix {finding.code}: {finding.message.split(':', 1)[0]}"
-            found.append(types.CodeAction(
-                title=title, kind=types.CodeActionKind.QuickFix, diagnostics=addressed,
-                is_preferred=True, edit=types.WorkspaceEdit(
-                    changes={uri: [_edit(codec, lines, e) for e in finding.fix]})))
-        ignore = ignore_edit(path, lines, finding)
-        if ignore is not None:
-            found.append(types.CodeAction(
-                title=f"Ignore {finding.code} here", kind=types.CodeActionKind.QuickFix,
-                diagnostics=addressed,
-                edit=types.WorkspaceEdit(changes={uri: [_edit(codec, lines, ignore)]})))
+        fix = {uri: [client_edit(codec, lines, e) for e in finding.fix]} if finding.fix else None
+        found += finding_actions(codec, lines, uri, finding, fix,
+                                 ignore_edit(path, lines, finding))
     return found
 
 
@@ -200,16 +189,8 @@ def register(ls: TrainmedicServer) -> None:
         codec = ls.workspace.position_codec
         at = from_client(codec, checked.lines, params.position)
         here = [f for f in checked.findings if f.range.start <= at <= f.range.end]
-        if not here:
-            return None
-        catalogue = ls.rules.bundled
-        text = "\n\n---\n\n".join(
-            hover_markdown(f, (rule.title if (rule := catalogue.get(f.rule_id)) else None),
-                           file_kind(to_fs_path(uri) or uri))
-            for f in here)
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown,
-                                                        value=text),
-                           range=client_range(codec, checked.lines, here[0].range))
+        return findings_hover(codec, checked.lines, here, ls.rules.bundled,
+                              file_kind(to_fs_path(uri) or uri))
 
     def code_action(params: types.CodeActionParams) -> list[types.CodeAction] | None:
         return code_actions(documents, params.text_document.uri, params.range) or None
