@@ -27,6 +27,7 @@ from trainmedic.checks.findings import (
     TextEdit,
     split_lines,
 )
+from trainmedic.logs.formats.notebook import nbformat_text
 
 _IPYTHON_LINE = re.compile(r"^(\s*)(?:[%!]|[\w.]+\s*=\s*[%!])")
 MAX_CELLS = 10_000
@@ -192,7 +193,4 @@ class NotebookFile:
 
 def cell_source(cell: dict[str, Any]) -> str:
     """A cell's source, which nbformat stores as a string or a list of lines."""
-    source = cell.get("source", "")
-    if isinstance(source, list):
-        return "".join(part for part in source if isinstance(part, str))
-    return source if isinstance(source, str) else ""
+    return nbformat_text(cell.get("source"))

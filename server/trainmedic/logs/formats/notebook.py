@@ -18,7 +18,7 @@ MAX_BYTES = 64 << 20
 WRITTEN_WHOLE = True  # saved whole by the editor, never appended to
 
 
-def _text(value: Any) -> str:
+def nbformat_text(value: Any) -> str:
     """nbformat keeps multi-line text as a string or as a list of lines."""
     if isinstance(value, list):
         return "".join(part for part in value if isinstance(part, str))
@@ -31,7 +31,7 @@ def error_text(output: dict[str, Any]) -> str:
     traceback = output.get("traceback")
     if isinstance(traceback, list) and traceback:
         return "\n".join(part for part in traceback if isinstance(part, str)) + "\n"
-    return f"{_text(output.get('ename'))}: {_text(output.get('evalue'))}\n"
+    return f"{nbformat_text(output.get('ename'))}: {nbformat_text(output.get('evalue'))}\n"
 
 
 def output_text(output: Any) -> str:
@@ -40,7 +40,7 @@ def output_text(output: Any) -> str:
     if output.get("output_type") == "error":
         return error_text(output)
     if output.get("output_type") == "stream":
-        text = _text(output.get("text"))
+        text = nbformat_text(output.get("text"))
         return text if not text or text.endswith("\n") else text + "\n"
     return ""
 
