@@ -286,15 +286,21 @@ step('Diagnose Terminal Selection diagnoses what is selected in the terminal', a
     await runCommand('View: Single Column Editor Layout');
 });
 
-step('Diagnose Log Folder… in the Explorer reads a torchrun --log-dir as one run', async () => {
+/** Diagnose Log Folder… from the Explorer's context menu on `name`; the results panel once it shows them. */
+async function diagnoseLogFolder(name) {
     await page.keyboard.press('Control+Shift+E');
-    const folder = page.locator('.explorer-folders-view .monaco-list-row', { hasText: LOG_DIR }).first();
+    const folder = page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
     await folder.click({ button: 'right' });
     const item = page.locator('.context-view .monaco-menu .action-item', { hasText: 'Diagnose Log Folder' }).first();
     await item.hover();
     await page.keyboard.press('Enter');
     const panel = resultsPanel();
-    await panel.locator('.meta', { hasText: `the logs in ${LOG_DIR}` }).waitFor({ timeout: 60_000 });
+    await panel.locator('.meta', { hasText: `the logs in ${name}` }).waitFor({ timeout: 60_000 });
+    return panel;
+}
+
+step('Diagnose Log Folder… in the Explorer reads a torchrun --log-dir as one run', async () => {
+    const panel = await diagnoseLogFolder(LOG_DIR);
     const rank = (await panel.locator('.rank-value').innerText()).trim();
     if (rank !== 'rank 1') {
         throw new Error(`initiating rank of the log folder: ${rank}`);
@@ -380,14 +386,7 @@ step('Diagnose Log Folder… on per-rank files without prefixes gets every rank 
     await runCommand('View: Close All Editors');
     // A 1280 px window with the Explorer open: the panel is narrow.
     await page.setViewportSize({ width: 1280, height: 800 });
-    await page.keyboard.press('Control+Shift+E');
-    const folder = page.locator('.explorer-folders-view .monaco-list-row', { hasText: PER_RANK }).first();
-    await folder.click({ button: 'right' });
-    const item = page.locator('.context-view .monaco-menu .action-item', { hasText: 'Diagnose Log Folder' }).first();
-    await item.hover();
-    await page.keyboard.press('Enter');
-    const panel = resultsPanel();
-    await panel.locator('.meta', { hasText: `the logs in ${PER_RANK}` }).waitFor({ timeout: 60_000 });
+    const panel = await diagnoseLogFolder(PER_RANK);
     const rank = (await panel.locator('.rank-value').innerText()).trim();
     if (rank !== 'rank 1') {
         throw new Error(`initiating rank of the per-rank files: ${rank}`);
