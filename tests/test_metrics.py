@@ -18,7 +18,7 @@ from trainmedic.logs.reader import Chunk, LineCounter
 from trainmedic.matching.python import Matcher
 from trainmedic.metrics.detectors.base import Detector
 from trainmedic.metrics.detectors.registry import DETECTORS, detector_params
-from trainmedic.metrics.samples import SHORT_CHUNK_CHARS, Sample, parse_sample, scan_metrics
+from trainmedic.metrics.samples import SHORT_CHUNK_BYTES, Sample, parse_sample, scan_metrics
 from trainmedic.model import Line
 
 CATALOGUE = bundled()
@@ -357,9 +357,10 @@ def _megatron(steps: range, scale: str = "65536.0", loss: str = "2.667779E+00",
 
 def _samples(text: str) -> list[Sample]:
     matcher = Matcher(CATALOGUE)
-    chunk = Chunk("x.log", text, 0, len(text))
+    data = text.encode()
+    chunk = Chunk("x.log", data, 0, len(data))
     return [sample for sample, _ in scan_metrics(chunk, matcher.signals(text),
-                                                 LineCounter(text))]
+                                                 LineCounter(data))]
 
 
 def test_a_count_of_nan_iterations_is_no_nan_but_a_printed_nan_loss_is() -> None:
@@ -373,9 +374,9 @@ def test_a_count_of_nan_iterations_is_no_nan_but_a_printed_nan_loss_is() -> None
 
 
 def test_a_long_chunk_reads_the_scale_where_it_changes_and_counts_the_rest() -> None:
-    steps = range(1, 3001)  # well past SHORT_CHUNK_CHARS: sampled, not read line by line
+    steps = range(1, 3001)  # well past SHORT_CHUNK_BYTES: sampled, not read line by line
     text = _megatron(steps[:1500]) + _megatron(steps[1500:], scale="32768.0")
-    assert len(text) > SHORT_CHUNK_CHARS
+    assert len(text) > SHORT_CHUNK_BYTES
     samples = _samples(text)
     assert len(samples) < len(steps) // 10
     scales = [s for s in samples if s.get("loss_scale") is not None]
@@ -392,7 +393,7 @@ def test_a_long_chunk_reads_the_scale_where_it_changes_and_counts_the_rest() -> 
 
 def test_a_short_chunk_reads_every_scale_line() -> None:
     text = _megatron(range(1, 41))
-    assert len(text) < SHORT_CHUNK_CHARS
+    assert len(text) < SHORT_CHUNK_BYTES
     assert [s.step for s in _samples(text)] == list(range(1, 41))
     assert all(s.repeats == 0 for s in _samples(text))
 

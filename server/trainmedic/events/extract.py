@@ -60,7 +60,7 @@ def _tracebacks(scan: ChunkScan, first_line: int,
     while number < scan.lines:
         budget = MAX_BLOCK_LINES
         while number < scan.lines and budget:
-            raw = scan.block_lines[number]
+            raw = scan.block_line(number)
             rank, body = source.rank_of(raw)
             line = Line(scan.path, first_line + number, raw, rank)
             block = source.tracebacks.feed(line, body)

@@ -83,10 +83,12 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]],
         for path, stream in inputs:  # one input at a time: each may be opened lazily
             yield from scanner.scan_source(adapt(path, stream))
         return
+    import gc
     import multiprocessing  # here: a small input's start never pays for these imports
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    gc.freeze()  # the collector then leaves the parent's objects alone: workers share its pages
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
                                initializer=_start_worker, initargs=(scanner,))
     queued: deque[Future[list[ChunkScan]]] = deque()

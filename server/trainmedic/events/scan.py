@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from trainmedic.logs.formats import Source
 from trainmedic.logs.prefixes import census
-from trainmedic.logs.reader import Chunk, LineCounter, capped, read_chunks
+from trainmedic.logs.reader import Chunk, LineCounter, byte_offsets, capped, decoded, read_chunks
 from trainmedic.logs.tracebacks import MAX_BLOCK_LINES
-from trainmedic.matching.pasted import pasted_hits
+from trainmedic.matching.pasted import PASTE_MAX_BYTES, pasted_hits
 from trainmedic.matching.python import Matcher
 from trainmedic.metrics.samples import Sample, scan_metrics
 from trainmedic.model import Hit, Line
@@ -46,34 +47,56 @@ class ChunkScan:
     hits: tuple[tuple[Line, tuple[Hit, ...]], ...]
     samples: tuple[tuple[Sample, Line], ...]
     block_starts: tuple[int, ...]  # lines that open a traceback or chain one to the next
-    block_lines: dict[int, str]  # the lines a traceback may run through
+    head: bytes  # the first MAX_BLOCK_LINES lines, for a traceback open from the chunk before
+    block_lines: dict[int, str]  # the lines after the head a traceback may run through
+
+    @cached_property
+    def _head_lines(self) -> list[str]:
+        return decoded(self.head).split("\n")
+
+    def block_line(self, number: int) -> str:
+        """Line `number` of the chunk, one a traceback may run through (cut as a Line keeps it)."""
+        if number < MAX_BLOCK_LINES:
+            return capped(self._head_lines[number])
+        return self.block_lines[number]
 
 
-def _block_lines(text: str, marks: list[int]) -> tuple[tuple[int, ...], dict[int, str]]:
+def _lines_end(data: bytes, start: int, count: int) -> int:
+    """Where the `count` lines from offset `start` end (after their newlines), at most the end."""
+    end = start
+    for _ in range(count):
+        end = data.find(b"\n", end) + 1
+        if not end:
+            return len(data)
+    return end
+
+
+def _block_lines(data: bytes, marks: list[int]) -> tuple[tuple[int, ...], bytes, dict[int, str]]:
     """The numbers of the lines at `marks` (traceback headers and chain markers), and the lines
     a block may run through.
 
-    A block runs at most MAX_BLOCK_LINES lines from its start; the chunk's first lines are kept
-    too, for a block still open from the chunk before.
+    A block runs at most MAX_BLOCK_LINES lines from its start. The chunk's first lines, for a
+    block still open from the chunk before, are kept as they are, undecoded: most chunks
+    continue no block, and one slice costs far less than hundreds of lines.
     """
+    head = data[:_lines_end(data, 0, MAX_BLOCK_LINES)]
     starts, kept = [], {}
-    free, free_offset = 0, 0  # the first line not kept yet, and where it starts
-    numbers = LineCounter(text)
-    marked = set(marks)
-    for offset in sorted({0, *marked}):
+    free, free_offset = MAX_BLOCK_LINES, len(head)  # the first line not kept yet, and its start
+    numbers = LineCounter(data)
+    for offset in marks:
         number = numbers.at(offset)
-        if offset in marked:
-            starts.append(number)
+        starts.append(number)
         if free < number:
             free, free_offset = number, offset
         wanted = number + MAX_BLOCK_LINES - free
         if wanted <= 0:
             continue
-        pieces = text[free_offset:].split("\n", wanted)  # the lines, then the rest of the text
-        for line in pieces[:-1]:
-            kept[free] = capped(line)
-            free, free_offset = free + 1, free_offset + len(line) + 1
-    return tuple(starts), kept
+        end = _lines_end(data, free_offset, wanted)
+        for line in data[free_offset:end].split(b"\n")[:-1]:
+            kept[free] = capped(decoded(line))
+            free += 1
+        free_offset = end
+    return tuple(starts), head, kept
 
 
 class Scanner:
@@ -90,20 +113,25 @@ class Scanner:
             yield self.scan(chunk)
 
     def scan(self, chunk: Chunk) -> ChunkScan:
-        text = chunk.text
+        data = chunk.data
         found: dict[int, tuple[Line, list[Hit]]] = {}
-        hits, signals, marks, metric_lines = self.matcher.find(text)
-        hits = list(dict.fromkeys([*hits, *pasted_hits(self.matcher, text)]))
-        numbers = LineCounter(text)
+        hits, signals, marks, metric_lines = self.matcher.find_chunk(chunk)
+        if len(data) <= PASTE_MAX_BYTES:
+            text = chunk.text
+            pasted = pasted_hits(self.matcher, text)
+            at = byte_offsets(text, (offset for offset, _ in pasted))
+            hits = list(dict.fromkeys([*hits, *((at[offset], hit) for offset, hit in pasted)]))
+        numbers = LineCounter(data)
         for offset, hit in sorted(hits, key=lambda item: item[0]):
             number = numbers.at(offset)
             if number not in found:
                 found[number] = (chunk.line_at(offset, number), [])
             found[number][1].append(hit)
-        starts, kept = _block_lines(text, marks)
-        lines = LineCounter(text)  # numbers the samples, then counts the rest of the lines
+        starts, head, kept = _block_lines(data, marks)
+        lines = LineCounter(data)  # numbers the samples, then counts the rest of the lines
         samples = tuple(scan_metrics(chunk, signals, lines, self.metric_patterns, metric_lines))
+        ranks = census(decoded(data if chunk.index == 0 else data[:CENSUS_SPAN]))
         return ChunkScan(
-            chunk.path, chunk.size, lines.at(len(text)),
-            frozenset(census(text if chunk.index == 0 else text[:CENSUS_SPAN])),
-            tuple((line, tuple(hits)) for line, hits in found.values()), samples, starts, kept)
+            chunk.path, chunk.size, lines.at(len(data)), frozenset(ranks),
+            tuple((line, tuple(hits)) for line, hits in found.values()), samples, starts, head,
+            kept)

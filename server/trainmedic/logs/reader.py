@@ -4,14 +4,17 @@ Chunks follow fixed byte offsets, so a part of a file read on its own cuts the s
 read from the start. The reader never splits on a lone carriage return: a `\\r` progress bar is
 resolved to the text it ends with, so line numbers agree with what an editor shows. Memory stays
 bounded by the chunk size: a line longer than `MAX_LINE_BYTES` is cut there and the rest of it
-skipped.
+skipped. A chunk stays bytes (normalised as bytes: carriage returns, line feeds and escapes are
+ASCII, never part of a UTF-8 sequence); it is decoded only where text is needed, mostly line by
+line, since decoding a whole chunk costs more than scanning it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from typing import BinaryIO
 
 from trainmedic.model import Line
@@ -20,36 +23,69 @@ CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 1 << 20
 MAX_LINE_CHARS = 4000  # what a Line keeps for display; matching sees the whole line
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+def decoded(data: bytes) -> str:
+    """Bytes of a log as text: what is not UTF-8 shows as U+FFFD."""
+    return str(data, "utf-8", "replace")
+
+
+def char_offsets(data: bytes, offsets: Iterable[int]) -> dict[int, int]:
+    """Each of `offsets` (at characters' starts in UTF-8 `data`) with its character offset."""
+    found, position, chars = {}, 0, 0
+    for offset in sorted(set(offsets)):
+        chars += len(data[position:offset].decode("utf-8", "surrogatepass"))
+        found[offset], position = chars, offset
+    return found
+
+
+def byte_offsets(text: str, offsets: Iterable[int]) -> dict[int, int]:
+    """Each of `offsets` (characters of a chunk's `text`) with its byte offset in the chunk."""
+    found, position, size = {}, 0, 0
+    for offset in sorted(set(offsets)):
+        size += len(text[position:offset].encode("utf-8", "surrogateescape"))
+        found[offset], position = size, offset
+    return found
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """Whole lines of one source: those that start in bytes `[index, index + 1) * CHUNK_BYTES`."""
+    """Whole normalised lines of one source: those that start in bytes
+    `[index, index + 1) * CHUNK_BYTES`. Offsets into a chunk count its bytes."""
 
     path: str
-    text: str
+    data: bytes
     index: int
     size: int  # the bytes it was read from
 
+    @cached_property
+    def text(self) -> str:
+        """The chunk as a text matcher reads it: bytes that are not UTF-8 become surrogate
+        escapes, so that each character's bytes are known (`byte_offsets`)."""
+        return self.data.decode("utf-8", "surrogateescape")
+
+    def line(self, offset: int) -> str:
+        """The text of the line around byte `offset`."""
+        end = self.data.find(b"\n", offset)
+        return decoded(self.data[self.data.rfind(b"\n", 0, offset) + 1 : end if end >= 0 else None])
+
     def line_at(self, offset: int, number: int) -> Line:
         """The line around `offset`, numbered `number`, cut to what a Line keeps."""
-        start = self.text.rfind("\n", 0, offset) + 1
-        end = self.text.find("\n", offset)
-        return Line(self.path, number, capped(self.text[start : end if end >= 0 else None]))
+        return Line(self.path, number, capped(self.line(offset)))
 
     def lines(self) -> list[str]:
-        return self.text[:-1].split("\n") if self.text else []
+        return [decoded(line) for line in self.data[:-1].split(b"\n")] if self.data else []
 
 
 class LineCounter:
-    """Line numbers (from 0) at increasing offsets of a text, counting each newline once."""
+    """Line numbers (from 0) at increasing offsets of bytes, counting each newline once."""
 
-    def __init__(self, text: str) -> None:
-        self.text, self.offset, self.number = text, 0, 0
+    def __init__(self, data: bytes) -> None:
+        self.data, self.offset, self.number = data, 0, 0
 
     def at(self, offset: int) -> int:
-        self.number += self.text.count("\n", self.offset, offset)
+        self.number += self.data.count(b"\n", self.offset, offset)
         self.offset = offset
         return self.number
 
@@ -59,40 +95,40 @@ def capped(text: str) -> str:
     return text[:MAX_LINE_CHARS] + "…" if len(text) > MAX_LINE_CHARS else text
 
 
-def normalise(text: str) -> str:
+def normalise(data: bytes) -> bytes:
     """Resolve CRLF and `\r` overwrites to their final text, and drop ANSI escapes."""
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    first = text.find("\r")
+    if b"\x1b" in data:
+        data = _ANSI.sub(b"", data)
+    first = data.find(b"\r")
     if first < 0:
-        return text
-    if text.startswith("\r\n", first):  # Windows line ends: convert them all at once
-        while "\r\n" in text:  # and the stray \r\r\n of doubly converted files
-            text = text.replace("\r\n", "\n")
-        if "\r" not in text:
-            return text
-    return _resolve_overwrites(text)
+        return data
+    if data.startswith(b"\r\n", first):  # Windows line ends: convert them all at once
+        while b"\r\n" in data:  # and the stray \r\r\n of doubly converted files
+            data = data.replace(b"\r\n", b"\n")
+        if b"\r" not in data:
+            return data
+    return _resolve_overwrites(data)
 
 
-def _resolve_overwrites(text: str) -> str:
+def _resolve_overwrites(data: bytes) -> bytes:
     """Keep what follows the last `\r` of each line (ignoring `\r`s that end it): what a
     terminal finally showed."""
     pieces, start = [], 0
-    cr = text.find("\r")
+    cr = data.find(b"\r")
     while cr >= 0:
-        line_start = text.rfind("\n", start, cr) + 1 or start
-        line_end = text.find("\n", cr)
-        line_end = len(text) if line_end < 0 else line_end
+        line_start = data.rfind(b"\n", start, cr) + 1 or start
+        line_end = data.find(b"\n", cr)
+        line_end = len(data) if line_end < 0 else line_end
         content_end = line_end
-        while content_end > line_start and text[content_end - 1] == "\r":
+        while content_end > line_start and data[content_end - 1] == 13:  # a \r ends it
             content_end -= 1
-        last_cr = text.rfind("\r", line_start, content_end)
-        pieces.append(text[start:line_start])
-        pieces.append(text[last_cr + 1 if last_cr >= 0 else line_start : content_end])
+        last_cr = data.rfind(b"\r", line_start, content_end)
+        pieces.append(data[start:line_start])
+        pieces.append(data[last_cr + 1 if last_cr >= 0 else line_start : content_end])
         start = line_end
-        cr = text.find("\r", start)
-    pieces.append(text[start:])
-    return "".join(pieces)
+        cr = data.find(b"\r", start)
+    pieces.append(data[start:])
+    return b"".join(pieces)
 
 
 class Chunker:
@@ -112,10 +148,11 @@ class Chunker:
         self.skipping = False  # inside the unread tail of an over-long line
 
     def _take(self, end: int, tail: bytes = b"") -> Chunk:
-        """The first `end` bytes of `pending` (and `tail`) as the next chunk, decoded in place."""
-        with memoryview(self.pending) as view, view[:end] as raw:
-            text = str(raw, "utf-8", "replace") + tail.decode()
-        chunk = Chunk(self.path, normalise(text), self.start // self.chunk_bytes, end)
+        """The first `end` bytes of `pending` (and `tail`) as the next chunk."""
+        with memoryview(self.pending) as view:
+            raw = bytes(view[:end])
+        chunk = Chunk(self.path, normalise(raw + tail if tail else raw),
+                      self.start // self.chunk_bytes, end)
         del self.pending[:end]
         self.start += end
         return chunk

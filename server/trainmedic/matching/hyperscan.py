@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
+from trainmedic.logs.reader import Chunk, char_offsets, decoded
 from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.matching.python import Found, Matcher, signal_patterns
 from trainmedic.metrics.samples import SIGNALS
@@ -141,9 +142,22 @@ class HyperscanMatcher(Matcher):
         self._local = threading.local()  # a scan needs scratch space of its own per thread
 
     def find(self, text: str) -> Found:
+        data = text.encode("utf-8", errors="surrogatepass")
+        found = self.find_bytes(data)
+        if len(data) == len(text):
+            return found
+        chars = char_offsets(data, [*(o for o, _ in found.hits), *found.marks,
+                                    *found.metric_lines])
+        return Found([(chars[o], hit) for o, hit in found.hits], found.signals,
+                     [chars[o] for o in found.marks], [chars[o] for o in found.metric_lines])
+
+    def find_chunk(self, chunk: Chunk) -> Found:
+        return self.find_bytes(chunk.data)  # a chunk is scanned without decoding it
+
+    def find_bytes(self, data: bytes) -> Found:
+        """`find` over UTF-8 bytes, at their offsets."""
         import hyperscan
 
-        data = text.encode("utf-8", errors="surrogatepass")
         candidates: set[tuple[int, int]] = set()  # (line start, pattern index or MARK)
         signals: set[str] = set()
         fingerprints = len(self.patterns)
@@ -164,29 +178,23 @@ class HyperscanMatcher(Matcher):
         if scratch is None:
             scratch = self._local.scratch = hyperscan.Scratch(self._database)
         self._database.scan(data, match_event_handler=found, scratch=scratch)
-        hits, marks, metric_lines = self._confirmed(text, data, candidates, signals)
+        hits, marks, metric_lines = self._confirmed(data, candidates, signals)
         return Found(hits, frozenset(signals), marks, metric_lines)
 
-    def _confirmed(self, text: str, data: bytes, candidates: set[tuple[int, int]],
+    def _confirmed(self, data: bytes, candidates: set[tuple[int, int]],
                    signals: set[str]) -> tuple[list[tuple[int, Hit]], list[int], list[int]]:
         """The real matches on the candidate lines, the marked lines and the lines where a
-        rule's metric pattern matches (adding its signal), at character offsets of `text`."""
+        rule's metric pattern matches (adding its signal), at byte offsets of `data`."""
         hits: list[tuple[int, Hit]] = []
         marks: list[int] = []
         metric_lines: list[int] = []
-        ascii_only = len(data) == len(text)
-        position, chars = 0, 0
-        for line_start, index in sorted(candidates):
-            if ascii_only:
-                offset = line_start
-            else:  # byte offsets to character offsets, walking forward once
-                chars += len(data[position:line_start].decode("utf-8", errors="surrogatepass"))
-                position, offset = line_start, chars
+        for offset, index in sorted(candidates):
             if index == _MARK:
                 marks.append(offset)
                 continue
-            end = text.find("\n", offset)
-            line = text[offset:end if end >= 0 else len(text)]
+            end = data.find(b"\n", offset)
+            raw = data[offset:end if end >= 0 else len(data)]
+            line = decoded(raw)
             if index >= _METRIC:
                 name = self._signal_names[index - _METRIC]
                 if self._prefiltered[name].search(line):
@@ -194,7 +202,9 @@ class HyperscanMatcher(Matcher):
                     if not metric_lines or metric_lines[-1] != offset:
                         metric_lines.append(offset)
                 continue
-            hits.extend((offset + start, hit)
+            ascii_only = len(raw) == len(line)
+            hits.extend((offset + (start if ascii_only else  # U+FFFD stands for 1 to 3 bytes
+                                   min(len(line[:start].encode()), len(raw))), hit)
                         for start, hit in self._confirm(self.patterns[index], line))
         return hits, marks, metric_lines
 

@@ -5,7 +5,7 @@ was changed by hand: it is matched blind to case. In ordinary text case still co
 keeps look-alike prose from matching. A text hard-wrapped at one width is matched a second time
 with each wrap joined to the next line: a terminal cuts at exactly the width, mid-word, so those
 lines join directly; a word wrap leaves its line a little shorter and is joined with a space
-when the next line goes on in lower case. Only chunks of at most PASTE_MAX_CHARS are looked at:
+when the next line goes on in lower case. Only chunks of at most PASTE_MAX_BYTES are looked at:
 the 1 MiB chunks of a big log are left alone, but a small log file, and each small piece a
 followed log appends, are looked at like a paste (a second scan at most, and only when the
 text is in one case or hard-wrapped).
@@ -18,7 +18,7 @@ from bisect import bisect_right
 from trainmedic.matching.python import Matcher
 from trainmedic.model import Hit
 
-PASTE_MAX_CHARS = 1 << 18
+PASTE_MAX_BYTES = 1 << 18
 WRAP_WIDTHS = range(60, 201)  # the terminal or editor widths a wrap is recognised at
 WORD_WRAP_SLACK = 16  # a word carried to the next line leaves its line at most this much short
 MIN_WRAPS = 2
@@ -55,8 +55,6 @@ def unwrapped(text: str) -> tuple[str, list[int]] | None:
 
 def pasted_hits(matcher: Matcher, text: str) -> list[tuple[int, Hit]]:
     """The hits that only the text as it was before it was pasted shows, at offsets of `text`."""
-    if len(text) > PASTE_MAX_CHARS:
-        return []
     chosen = matcher.caseless() if uncased(text) else matcher
     found = list(chosen.scan(text)) if chosen is not matcher else []
     joined = unwrapped(text)

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from trainmedic.catalogue.regex_safety import required_literals
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.launcher import LAUNCHER, PATTERNS
+from trainmedic.logs.reader import Chunk, byte_offsets
 from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.metrics.samples import SIGNAL_WORDS, SIGNALS, metric_signal, signal_matches
 from trainmedic.model import Hit
@@ -179,6 +180,16 @@ class Matcher:
                             if name in SIGNALS and _holds(text, literals, words, regex))
         return Found(list(self.scan(text)), signals | metric_signals, self.marks(text),
                      sorted(lines))
+
+    def find_chunk(self, chunk: Chunk) -> Found:
+        """`find` over a chunk's text, at byte offsets of the chunk."""
+        text = chunk.text
+        found = self.find(text)
+        if len(text) == len(chunk.data):
+            return found
+        at = byte_offsets(text, [*(o for o, _ in found.hits), *found.marks, *found.metric_lines])
+        return Found([(at[o], hit) for o, hit in found.hits], found.signals,
+                     [at[o] for o in found.marks], [at[o] for o in found.metric_lines])
 
     @staticmethod
     def _confirm(pattern: _Pattern, text: str) -> Iterator[tuple[int, Hit]]:

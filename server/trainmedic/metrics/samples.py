@@ -13,15 +13,16 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from typing import AnyStr
 
 from trainmedic.logs.prefixes import parse_rank
-from trainmedic.logs.reader import MAX_LINE_CHARS, Chunk, LineCounter
+from trainmedic.logs.reader import MAX_LINE_CHARS, Chunk, LineCounter, decoded
 from trainmedic.model import Line
 
 METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 
 # Only lines with one of these words are parsed.
-_TRIGGER = re.compile(r"(?i:loss|grad[_ ]norm)")
+_TRIGGER_BYTES = re.compile(rb"(?i:loss|grad[_ ]norm)")
 # Chunk-wide signals the sampler acts on; a matcher reports which a chunk holds, in the same pass
 # as its fingerprints. A non-finite or zero loss makes a chunk worth reading in full; loss-scale
 # changes and skipped steps are rare and exact, so their lines are always read. A non-finite
@@ -36,14 +37,18 @@ SIGNALS = {
 # `re` looks for the signal only around them, far quicker than over the whole text.
 SIGNAL_WORDS = {"non-finite": ("nan", "NaN", "inf", "Inf")}
 SIGNAL_REACH = 12  # characters a signal's match may run before its word
-SIGNAL_REGEXES = {name: re.compile(pattern, re.MULTILINE) for name, pattern in SIGNALS.items()}
-# What a scale line says: the characters after the word "scale" (or "skipped iterations"), the
-# value and a little more. A line saying what the scale line before it said adds nothing to the
+# A chunk is searched as bytes (the same patterns: they are ASCII), decoded line by line.
+_SIGNAL_BYTES = {name: re.compile(pattern.encode(), re.MULTILINE)
+                 for name, pattern in SIGNALS.items()}
+_SIGNAL_WORDS_BYTES = {name: tuple(word.encode() for word in words)
+                       for name, words in SIGNAL_WORDS.items()}
+# What a scale line says: the bytes after the word "scale" and after "skipped iterations", the
+# values and a little more. A line saying what the scale line before it said adds nothing to the
 # scale detectors but one more sample.
-_SAYS_CHARS = 24
+_SCALE_LINE = re.compile(rb"scale([^\n]{0,19})(?:[^\n]*?(skipped iterations[^\n]{0,6})|)[^\n]*")
 NOTABLE_CONTEXT = 1 << 15
 SAMPLES_PER_CHUNK = 32
-SHORT_CHUNK_CHARS = 1 << 16
+SHORT_CHUNK_BYTES = 1 << 16
 
 
 def metric_signal(pattern: str) -> str:
@@ -54,7 +59,7 @@ def metric_signal(pattern: str) -> str:
 _NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
 _PAIR = re.compile(
     r"(?<![\w.])['\"]?(?P<key>lm loss|loss scale|grad norm|learning rate|"
-    r"number of skipped iterations|[A-Za-z_][\w/]{0,40})['\"]?\s{0,3}[:=]\s{0,3}"
+    r"number of skipped iterations|[A-Za-z_][\w/]{0,40}+)['\"]?\s{0,3}[:=]\s{0,3}"
     r"(?P<value>" + _NUMBER + r")(?![\w.])"
 )
 _PLAIN_STEP = re.compile(r"(?i)\b(?:step|iter|iteration)\s{1,8}(\d{1,12})\b")
@@ -127,7 +132,7 @@ def parse_sample(body: str, extra: Sequence[re.Pattern[str]] = ()) -> Sample | N
         scale = _float(bare.group(1))
         if scale is not None:
             values["loss_scale"] = scale  # `scale=` printed beside a loss is the loss scale
-    overflow = _OVERFLOW.search(body)
+    overflow = _OVERFLOW.search(body) if "reducing" in body else None
     if overflow:
         scale = _float(overflow.group("scale"))
         if scale is not None:
@@ -159,17 +164,17 @@ def _extra_values(body: str, extra: Sequence[re.Pattern[str]]) -> dict[str, floa
     return values
 
 
-def _one_per_slot(text: str, slot: int) -> list[int]:
-    """Where the first metric word of each `slot` characters of `text` is, once per line."""
+def _one_per_slot(data: bytes, slot: int) -> list[int]:
+    """Where the first metric word of each `slot` bytes of `data` is, once per line."""
     found, position = [], 0
-    while (match := _TRIGGER.search(text, position)) is not None:
+    while (match := _TRIGGER_BYTES.search(data, position)) is not None:
         found.append(match.start())
-        line_end = text.find("\n", match.start())
+        line_end = data.find(b"\n", match.start())
         position = max(line_end + 1, (match.start() // slot + 1) * slot)
     return found
 
 
-def signal_matches(regex: re.Pattern[str], text: str, words: tuple[str, ...],
+def signal_matches(regex: re.Pattern[AnyStr], text: AnyStr, words: tuple[AnyStr, ...],
                    first_only: bool = False) -> list[int]:
     """Where `regex` matches, ending at one of `words`, searched only around them."""
     found = []
@@ -183,7 +188,7 @@ def signal_matches(regex: re.Pattern[str], text: str, words: tuple[str, ...],
     return found
 
 
-def _found(text: str, word: str) -> Iterator[int]:
+def _found(text: AnyStr, word: AnyStr) -> Iterator[int]:
     """Where `word` occurs in `text` (a plain substring search: far quicker than a regex)."""
     position = text.find(word)
     while position >= 0:
@@ -191,24 +196,31 @@ def _found(text: str, word: str) -> Iterator[int]:
         position = text.find(word, position + len(word))
 
 
-def _scale_lines(text: str, every: bool, read: set[int]) -> dict[int, int]:
+def _lines_of(chunk: Chunk, start: int, end: int, ranks: set[int | None]) -> Iterator[int]:
+    """Where the metric lines of `ranks` start between offsets `start` and `end`."""
+    data, position = chunk.data, start
+    while (match := _TRIGGER_BYTES.search(data, position, end)) is not None:
+        line_start = data.rfind(b"\n", 0, match.start()) + 1
+        if parse_rank(chunk.line(line_start))[0] in ranks:
+            yield line_start
+        position = data.find(b"\n", match.start()) + 1 or len(data)
+
+
+def _scale_lines(data: bytes, every: bool, read: set[int]) -> dict[int, int]:
     """Where the lines reporting a loss scale or a skipped step start, each with the number of
     lines after it that said the same and are not read: all of them (`every`), or those read
     anyway (starting at `read`), those of a skipped step, and those that say something the
     scale line before them did not (another scale, another count of skipped steps)."""
-    skipping = set(_found(text, "Skipping step"))
-    kept: dict[int, int] = {}
-    said, end, last = "", -1, -1
-    for position in sorted({*_found(text, "scale"), *skipping}):
-        if position <= end:
-            continue
-        start, end = text.rfind("\n", 0, position) + 1, text.find("\n", position)
-        says = text[position:position + _SAYS_CHARS]
-        if (skipped := text.find("skipped iterations", position, end)) >= 0:
-            says += text[skipped:skipped + _SAYS_CHARS]
-        if every or last < 0 or says != said or start in read or position in skipping:
-            kept[start] = 0
-            last = start
+    skipping = {data.rfind(b"\n", 0, position) + 1
+                for position in _found(data, b"Skipping step")}
+    kept = dict.fromkeys(skipping, 0)
+    said: tuple[bytes | None, ...] = ()
+    last = -1
+    for match in _SCALE_LINE.finditer(data):  # each line once: a match runs to its end
+        start = data.rfind(b"\n", 0, match.start()) + 1
+        says = match.group(1, 2)
+        if every or says != said or start in read or start in skipping:
+            kept[start], last = 0, start
         else:
             kept[last] += 1
         said = says
@@ -221,49 +233,52 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
     """The samples of one chunk holding `signals`, with their lines numbered by `lines` (rank
     set, no timestamp); `metric_lines` are where the matcher saw one of the `extra` patterns.
 
-    A chunk shorter than SHORT_CHUNK_CHARS is read line by line. A longer one is cut into
+    A chunk shorter than SHORT_CHUNK_BYTES is read line by line. A longer one is cut into
     SAMPLES_PER_CHUNK equal slots and the first metric line of each is read: plenty for the
     plotted series and the trend detectors. Where a loss or norm is non-finite or zero, every
-    metric line within NOTABLE_CONTEXT characters is read too, so each rank's samples before
-    and after it are seen (every rank prints in every stretch of a log). Lines that report a
-    loss scale or a skipped step are read where they change: a new scale, a skipped step, an
-    overflow (the scale detectors need every change, and Megatron-LM prints the scale on every
-    step line). A rule's own metric pattern is tried only on the lines where the matcher saw it.
+    metric line of that rank within NOTABLE_CONTEXT bytes is read too, so its samples before
+    and after it are seen: a run of NaNs is told from one NaN among finite values. Lines that
+    report a loss scale or a skipped step are read where they change: a new scale, a skipped
+    step, an overflow (the scale detectors need every change, and Megatron-LM prints the scale
+    on every step line). A rule's own metric pattern is tried only on the lines where the
+    matcher saw it.
     A log of a billion steps thus costs no parse per line.
     """
-    text = chunk.text
-    short = len(text) < SHORT_CHUNK_CHARS
-    triggers = _one_per_slot(text, 1 if short else len(text) // SAMPLES_PER_CHUNK)
+    data = chunk.data
+    short = len(data) < SHORT_CHUNK_BYTES
+    triggers = _one_per_slot(data, 1 if short else len(data) // SAMPLES_PER_CHUNK)
     notable = [position for name in ("non-finite", "zero-loss") if name in signals
                for position in (
-                   signal_matches(SIGNAL_REGEXES[name], text, SIGNAL_WORDS[name])
-                   if name in SIGNAL_WORDS else
-                   (m.start() for m in SIGNAL_REGEXES[name].finditer(text)))]
-    start, end = 0, 0
+                   signal_matches(_SIGNAL_BYTES[name], data, _SIGNAL_WORDS_BYTES[name])
+                   if name in _SIGNAL_WORDS_BYTES else
+                   (m.start() for m in _SIGNAL_BYTES[name].finditer(data)))]
+    start, end, ranks = 0, 0, set[int | None]()
     for position in sorted(notable):
         if position - NOTABLE_CONTEXT > end:  # a new stretch: read the one before
-            triggers.extend(m.start() for m in _TRIGGER.finditer(text, start, end))
-            start = max(0, position - NOTABLE_CONTEXT)
+            triggers.extend(_lines_of(chunk, start, end, ranks))
+            start, ranks = max(0, position - NOTABLE_CONTEXT), set()
         end = position + NOTABLE_CONTEXT
-    triggers.extend(m.start() for m in _TRIGGER.finditer(text, start, end))
+        ranks.add(parse_rank(chunk.line(position))[0])
+    triggers.extend(_lines_of(chunk, start, end, ranks))
     extra = [p for p in extra if metric_signal(p.pattern) in signals]
     triggers.extend(metric_lines)
     repeats: dict[int, int] = {}
     if "scale" in signals:
-        repeats = _scale_lines(text, short, {text.rfind("\n", 0, t) + 1 for t in triggers})
+        repeats = _scale_lines(data, short, {data.rfind(b"\n", 0, t) + 1 for t in triggers})
         triggers.extend(repeats)
     triggers = sorted(set(triggers))
     end = -1
     for position in triggers:
         if position <= end:
             continue  # another metric word on a line already read
-        start = text.rfind("\n", 0, position) + 1
-        end = text.find("\n", position)
+        start = data.rfind(b"\n", 0, position) + 1
+        end = data.find(b"\n", position)
         number = lines.at(start)
-        rank, body = parse_rank(text[start:end])
+        text = decoded(data[start:end])
+        rank, body = parse_rank(text)
         sample = parse_sample(body, extra)
         if sample is None:
             continue
         if repeats.get(start):
             sample = replace(sample, repeats=repeats[start])
-        yield sample, Line(chunk.path, number, text[start:end][:MAX_LINE_CHARS], rank)
+        yield sample, Line(chunk.path, number, text[:MAX_LINE_CHARS], rank)

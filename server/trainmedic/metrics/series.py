@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from trainmedic.metrics.detectors.base import Detector
 from trainmedic.metrics.detectors.registry import DETECTORS, detector_params
@@ -49,10 +50,11 @@ class MetricSeries:
     """Feeds every sample to the configured detectors of its rank and to the plot series."""
 
     keys: tuple[DetectorKey, ...]
-    detectors: dict[tuple[DetectorKey, int | None], Detector] = field(default_factory=dict)
-    detectors_of: dict[int | None, list[Detector]] = field(default_factory=dict)
+    detectors_of: dict[int | None, list[Detector]] = field(default_factory=dict)  # keys' order
     series: dict[tuple[str, int | None], _Series] = field(default_factory=dict)
     plotted_ranks: set[int | None] = field(default_factory=set)
+    # which detectors (by key) read a sample of these metrics: the same few sets recur
+    _reading: dict[tuple[str, ...], list[int]] = field(default_factory=dict)
     ranks: set[int] = field(default_factory=set)
     samples: int = 0
 
@@ -67,15 +69,16 @@ class MetricSeries:
             detectors = self.detectors_of[line.rank] = []
             if line.rank is not None:
                 self.ranks.add(line.rank)
-            for key in self.keys:
-                detector = self.detectors[(key, line.rank)] = DETECTORS[key[0]](dict(key[1]))
-                detectors.append(detector)
-        present = {name for name, _ in sample.values}
-        if sample.skipped:
-            present.add("skipped")
-        for detector in detectors:
-            if not present.isdisjoint(detector.READS):
-                detector.feed(sample, line)
+            detectors.extend(DETECTORS[name](self._params[name, params])
+                             for name, params in self.keys)
+        present = (*(name for name, _ in sample.values), *(("skipped",) if sample.skipped else ()))
+        reading = self._reading.get(present)
+        if reading is None:
+            reading = self._reading[present] = [
+                index for index, (name, _) in enumerate(self.keys)
+                if not DETECTORS[name].READS.isdisjoint(present)]
+        for index in reading:
+            detectors[index].feed(sample, line)
         x = float(sample.step) if sample.step is not None else float(line.number)
         for name, value in sample.values:
             plot = self.series.get((name, line.rank))
@@ -87,13 +90,18 @@ class MetricSeries:
                 plot = self.series[(name, line.rank)] = _Series(line.rank)
             plot.add(x, value)
 
+    @cached_property
+    def _params(self) -> dict[DetectorKey, dict[str, float]]:
+        """Each configuration's parameters, one dict shared by its detectors on every rank."""
+        return {key: dict(key[1]) for key in self.keys}
+
     def fired(self, key: DetectorKey) -> list[Line]:
         """Evidence lines of one detector configuration, over every rank."""
-        lines: list[Line] = []
-        for (candidate, _), detector in self.detectors.items():
-            if candidate == key:
-                lines.extend(line for line, _ in detector.evidence())
-        return lines
+        if key not in self.keys:
+            return []
+        index = self.keys.index(key)
+        return [line for detectors in self.detectors_of.values()
+                for line, _ in detectors[index].evidence()]
 
     def plots(self, preferred: int | None = None) -> tuple[Plot, ...]:
         """Per metric: one rank's points (at most PLOT_POINTS), the anomalies, and the other
@@ -103,7 +111,7 @@ class MetricSeries:
         the one where a detector fired on that metric, else the lowest.
         """
         anomalies: dict[str, list[Anomaly]] = {}
-        for detector in self.detectors.values():
+        for detector in (d for detectors in self.detectors_of.values() for d in detectors):
             found = detector.evidence()
             if not found:
                 continue

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -19,7 +18,9 @@ class Detector:
     """One detector with its parameters, run over one rank's samples in order.
 
     A subclass declares the class variables and implements `check`, calling `hit(line)` where
-    its condition holds; a sample holding none of READS is never fed to it.
+    its condition holds; a sample holding none of READS is never fed to it. A job of thousands
+    of ranks runs one of each per rank, so an idle detector keeps next to nothing: complete
+    `params` are shared, not copied, and its evidence is made when it first fires.
     """
 
     NAME: ClassVar[str]
@@ -27,12 +28,14 @@ class Detector:
     READS: ClassVar[frozenset[str]]
     METRIC: ClassVar[str]  # the plotted metric its anomalies are marked on
     DEFAULTS: ClassVar[Mapping[str, float]]
+    found: tuple[tuple[Line, float], ...] = ()  # the first hits, each with its x
+    held: tuple[Line, float] | None = None  # a hit later samples may still undo
+    _x = 0.0
 
     def __init__(self, params: Mapping[str, float] | None = None) -> None:
-        self.params = {**self.DEFAULTS, **(params or {})}
-        self.found: list[tuple[Line, float]] = []  # the first hits, each with its x
-        self.held: tuple[Line, float] | None = None  # a hit later samples may still undo
-        self._x = 0.0
+        self.params: Mapping[str, float] = (
+            params if params is not None and params.keys() >= self.DEFAULTS.keys()
+            else {**self.DEFAULTS, **(params or {})})
 
     def meaning(self) -> str:
         """MEANS with this detector's parameter values in place of their names."""
@@ -44,7 +47,7 @@ class Detector:
 
     def hit(self, line: Line) -> None:
         if len(self.found) < EVIDENCE_KEPT and all(line != kept for kept, _ in self.found):
-            self.found.append((line, self._x))
+            self.found += ((line, self._x),)
 
     def hold(self, line: Line) -> None:
         """A hit that counts only if nothing after it shows the condition passed (a value
@@ -74,7 +77,7 @@ class RunningMedian:
 
     window: float
     min_history: float
-    history: deque[float] = field(default_factory=deque)
+    history: list[float] = field(default_factory=list)  # a deque's first block is 10x bigger
 
     def before(self, value: float) -> float | None:
         """The median before `value` (None while the history is short); then keeps `value`."""
@@ -82,5 +85,5 @@ class RunningMedian:
             if len(self.history) >= self.min_history else None
         self.history.append(value)
         if len(self.history) > self.window:
-            self.history.popleft()
+            del self.history[0]
         return median
