@@ -185,3 +185,33 @@ def test_cli_jobs_option(big_log: Path) -> None:
     assert bad.returncode == 2
     assert "not a process count" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_a_traceback_across_a_chunk_boundary_is_read_whole_by_workers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers leave a chunk's first lines in the file; the ones a traceback runs into are read
+    from it again, so the traceback is the one a single process reads."""
+    step = "[rank1]: step {} loss=2.5 lr=1e-4\n"
+    lines, size, number = [], 0, 0
+    while size < CHUNK_BYTES - 200:  # the header and first frame end the first chunk
+        lines.append(step.format(number))
+        size, number = size + len(lines[-1]), number + 1
+    lines += ["[rank0]: Traceback (most recent call last):\n",
+              '[rank0]:   File "train.py", line 7, in <module>\n',
+              *(step.format(n) for n in range(number, number + 40)),
+              '[rank0]:   File "model.py", line 3, in forward\n',
+              "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n",
+              *(step.format(n) for n in range(number + 40, number + 99))]
+    log = tmp_path / "job.log"
+    log.write_text("".join(lines), "utf-8")
+    assert log.stat().st_size > CHUNK_BYTES  # the traceback straddles the boundary
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)
+    with opened([str(log)]) as streams:
+        alone = diagnose(streams, CATALOGUE, jobs=1)
+    with opened([str(log)]) as streams:
+        both = diagnose(streams, CATALOGUE, jobs=2)
+    assert [(t.exception, t.frames) for t in both.tracebacks] == \
+        [(t.exception, t.frames) for t in alone.tracebacks] == \
+        [("RuntimeError", ("train.py:7 in <module>", "model.py:3 in forward"))]
+    assert to_dict(both, CATALOGUE) == to_dict(alone, CATALOGUE)

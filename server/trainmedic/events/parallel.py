@@ -42,7 +42,7 @@ def _start_worker(scanner: Scanner) -> None:
 def _scan_piece(path: str, first: int, stop: int | None) -> list[ChunkScan]:
     scanner = _worker["scanner"]
     try:
-        return [scanner.scan(chunk) for chunk in read_part(path, first, stop)]
+        return [scanner.scan(chunk, keep_head=False) for chunk in read_part(path, first, stop)]
     except OSError as error:
         raise InputError(f"{path}: {error.strerror or error}") from None
 

@@ -15,7 +15,15 @@ from functools import cached_property
 
 from trainmedic.logs.formats import Source
 from trainmedic.logs.prefixes import census
-from trainmedic.logs.reader import Chunk, LineCounter, byte_offsets, capped, decoded, read_chunks
+from trainmedic.logs.reader import (
+    Chunk,
+    LineCounter,
+    byte_offsets,
+    capped,
+    decoded,
+    read_chunks,
+    read_part,
+)
 from trainmedic.logs.tracebacks import MAX_BLOCK_LINES
 from trainmedic.matching.pasted import PASTE_MAX_BYTES, pasted_hits
 from trainmedic.matching.python import Matcher
@@ -41,23 +49,32 @@ class ChunkScan:
     """What one chunk holds for the diagnosis; line numbers count from its first line, 0."""
 
     path: str
+    index: int  # the chunk's index in its source
     size: int  # the bytes the chunk was read from
     lines: int
     ranks: frozenset[int]
     hits: tuple[tuple[Line, tuple[Hit, ...]], ...]
     samples: tuple[tuple[Sample, Line], ...]
     block_starts: tuple[int, ...]  # lines that open a traceback or chain one to the next
-    head: bytes  # the first MAX_BLOCK_LINES lines, for a traceback open from the chunk before
+    # The first MAX_BLOCK_LINES lines, for a traceback open from the chunk before; None when
+    # they were left in the file (a worker's scan): few chunks continue a traceback, so
+    # reading them again then costs far less than handing every chunk's head over.
+    head: bytes | None
     block_lines: dict[int, str]  # the lines after the head a traceback may run through
 
     @cached_property
     def _head_lines(self) -> list[str]:
-        return decoded(self.head).split("\n")
+        head = self.head
+        if head is None:
+            chunk = next(read_part(self.path, self.index, self.index + 1), None)
+            head = _head(chunk.data) if chunk is not None else b""
+        return decoded(head).split("\n")
 
     def block_line(self, number: int) -> str:
         """Line `number` of the chunk, one a traceback may run through (cut as a Line keeps it)."""
         if number < MAX_BLOCK_LINES:
-            return capped(self._head_lines[number])
+            lines = self._head_lines
+            return capped(lines[number]) if number < len(lines) else ""  # the file shrank
         return self.block_lines[number]
 
 
@@ -71,17 +88,19 @@ def _lines_end(data: bytes, start: int, count: int) -> int:
     return end
 
 
-def _block_lines(data: bytes, marks: list[int]) -> tuple[tuple[int, ...], bytes, dict[int, str]]:
-    """The numbers of the lines at `marks` (traceback headers and chain markers), and the lines
-    a block may run through.
+def _head(data: bytes) -> bytes:
+    """A chunk's first MAX_BLOCK_LINES lines, which a traceback open before it may run through."""
+    return data[:_lines_end(data, 0, MAX_BLOCK_LINES)]
 
-    A block runs at most MAX_BLOCK_LINES lines from its start. The chunk's first lines, for a
-    block still open from the chunk before, are kept as they are, undecoded: most chunks
-    continue no block, and one slice costs far less than hundreds of lines.
-    """
-    head = data[:_lines_end(data, 0, MAX_BLOCK_LINES)]
+
+def _block_lines(data: bytes, marks: list[int]) -> tuple[tuple[int, ...], dict[int, str]]:
+    """The numbers of the lines at `marks` (traceback headers and chain markers), and the lines
+    after the head (`_head`) a block may run through: at most MAX_BLOCK_LINES from its start."""
+    if not marks:
+        return (), {}
     starts, kept = [], {}
-    free, free_offset = MAX_BLOCK_LINES, len(head)  # the first line not kept yet, and its start
+    free, free_offset = MAX_BLOCK_LINES, _lines_end(data, 0, MAX_BLOCK_LINES)  # the first line
+    # not kept yet, and where it starts
     numbers = LineCounter(data)
     for offset in marks:
         number = numbers.at(offset)
@@ -96,7 +115,7 @@ def _block_lines(data: bytes, marks: list[int]) -> tuple[tuple[int, ...], bytes,
             kept[free] = capped(decoded(line))
             free += 1
         free_offset = end
-    return tuple(starts), head, kept
+    return tuple(starts), kept
 
 
 class Scanner:
@@ -112,7 +131,9 @@ class Scanner:
         for chunk in read_chunks(source.stream, source.path):
             yield self.scan(chunk)
 
-    def scan(self, chunk: Chunk) -> ChunkScan:
+    def scan(self, chunk: Chunk, keep_head: bool = True) -> ChunkScan:
+        """The chunk's scan; without `keep_head` its first lines are left in its file (a
+        regular file's: they are read from it again if a traceback runs into them)."""
         data = chunk.data
         found: dict[int, tuple[Line, list[Hit]]] = {}
         hits, signals, marks, metric_lines = self.matcher.find_chunk(chunk)
@@ -127,11 +148,11 @@ class Scanner:
             if number not in found:
                 found[number] = (chunk.line_at(offset, number), [])
             found[number][1].append(hit)
-        starts, head, kept = _block_lines(data, marks)
+        starts, kept = _block_lines(data, marks)
         lines = LineCounter(data)  # numbers the samples, then counts the rest of the lines
         samples = tuple(scan_metrics(chunk, signals, lines, self.metric_patterns, metric_lines))
         ranks = census(decoded(data if chunk.index == 0 else data[:CENSUS_SPAN]))
         return ChunkScan(
-            chunk.path, chunk.size, lines.at(len(data)), frozenset(ranks),
-            tuple((line, tuple(hits)) for line, hits in found.values()), samples, starts, head,
-            kept)
+            chunk.path, chunk.index, chunk.size, lines.at(len(data)), frozenset(ranks),
+            tuple((line, tuple(hits)) for line, hits in found.values()), samples, starts,
+            _head(data) if keep_head else None, kept)
