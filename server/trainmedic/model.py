@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Line:
     """One line of a log as an editor numbers it (1-based, split on newlines only)."""
 
@@ -17,7 +17,7 @@ class Line:
     timestamp: float | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Hit:
     """A fingerprint that matched a line, with its named groups."""
 

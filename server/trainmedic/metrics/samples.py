@@ -81,7 +81,7 @@ _KEYS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sample:
     """One line's metric values; `overflow` marks a step skipped for inf/NaN gradients;
     `repeats` counts the scale lines after it that said the same and were not read."""
