@@ -15,7 +15,10 @@ from shared_files import CORPUS, MISSING, case_id, healthy_logs, need
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose_text
 from trainmedic.logs.reader import Chunk, LineCounter
+from trainmedic.matching import hyperscan as fast
+from trainmedic.matching.hyperscan import HyperscanMatcher
 from trainmedic.matching.python import Matcher
+from trainmedic.metrics import samples
 from trainmedic.metrics.detectors.base import Detector
 from trainmedic.metrics.detectors.registry import DETECTORS, detector_params
 from trainmedic.metrics.samples import SHORT_CHUNK_BYTES, Sample, parse_sample, scan_metrics
@@ -429,3 +432,29 @@ def test_metric_lines_of_a_per_rank_file_are_that_ranks() -> None:
     words = (folder / "rank3.log").read_text().split()
     logged = [float(words[i + 1]) for i, word in enumerate(words) if word == "loss"]
     assert [value for _, value in dict(loss.other_ranks)[3]] == logged
+
+
+def test_scale_lines_from_the_matchers_word_positions_are_those_it_finds_itself() -> None:
+    """The native matcher hands the sampler where the scale words are; the lines it keeps, and
+    the counts of lines that said the same, are those of the sampler's own search."""
+    hysteresis = MEGATRON.format(rank=0, step=1200, samples=1, loss="2.5", scale="65536.0",
+                                 skipped=1)  # a skipped step whose scale is kept (hysteresis)
+    overflow = ("[rank3]: [2024-05-12 13:46:03,477] [INFO] [fused_optimizer.py:394:_update_"
+                "scale] [deepspeed] OVERFLOW! Rank 3 Skipping step. Attempted loss scale: "
+                "65536, reducing to 32768")  # DeepSpeed's own words
+    text = (_megatron(range(1, 1200)) + hysteresis + "\n" + _megatron(range(1201, 1500))
+            + overflow + "\n" + "[rank3]: Skipping step, loss scaler 0 reducing loss scale\n"
+            + _megatron(range(1500, 3000), scale="32768.0"))
+    data = text.encode()
+    chunk = Chunk("x.log", data, 0, len(data))
+    words = samples._scale_lines(data, False, set())
+    if fast.available():
+        found = HyperscanMatcher(CATALOGUE).find_chunk(chunk)
+        assert found.scale_words is not None
+        assert samples._scale_lines(data, False, set(), found.scale_words) == words
+    kept = {data[start:data.find(b"\n", start)].decode(): count for start, count in words.items()}
+    assert sum(1 + count for count in kept.values()) == text.count("\n")  # each line once
+    assert hysteresis in kept  # a skipped step
+    assert overflow in kept
+    assert any("scale: 32768.0" in line for line in kept)  # the new scale
+    assert len(kept) < 12

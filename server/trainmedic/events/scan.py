@@ -136,7 +136,7 @@ class Scanner:
         regular file's: they are read from it again if a traceback runs into them)."""
         data = chunk.data
         found: dict[int, tuple[Line, list[Hit]]] = {}
-        hits, signals, marks, metric_lines = self.matcher.find_chunk(chunk)
+        hits, signals, marks, metric_lines, scale_words = self.matcher.find_chunk(chunk)
         if len(data) <= PASTE_MAX_BYTES:
             text = chunk.text
             pasted = pasted_hits(self.matcher, text)
@@ -150,7 +150,8 @@ class Scanner:
             found[number][1].append(hit)
         starts, kept = _block_lines(data, marks)
         lines = LineCounter(data)  # numbers the samples, then counts the rest of the lines
-        samples = tuple(scan_metrics(chunk, signals, lines, self.metric_patterns, metric_lines))
+        samples = tuple(scan_metrics(chunk, signals, lines, self.metric_patterns, metric_lines,
+                                     scale_words))
         ranks = census(decoded(data if chunk.index == 0 else data[:CENSUS_SPAN]))
         return ChunkScan(
             chunk.path, chunk.index, chunk.size, lines.at(len(data)), frozenset(ranks),

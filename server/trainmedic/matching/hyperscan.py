@@ -26,7 +26,7 @@ from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.reader import Chunk, char_offsets, decoded
 from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.matching.python import Found, Matcher, signal_patterns
-from trainmedic.metrics.samples import SIGNALS
+from trainmedic.metrics.samples import SCALE_WORDS, SIGNALS
 from trainmedic.model import Hit
 
 _MARK = 1 << 30  # the candidate index of a traceback marker's line
@@ -116,8 +116,9 @@ def refused(catalogue: Catalogue) -> tuple[str, str] | None:
 class HyperscanMatcher(Matcher):
     """Same patterns and results as `Matcher`, found with one Hyperscan pass per chunk.
 
-    The metric sampler's SIGNALS (compiled exactly, reported once each) and the traceback
-    MARKERS ride in the same database, so a chunk is scanned once for everything.
+    The metric sampler's SIGNALS (compiled exactly, reported once each), the traceback
+    MARKERS and the sampler's SCALE_WORDS (each occurrence) ride in the same database, so a
+    chunk is scanned once for everything.
     """
 
     name = "hyperscan"
@@ -130,6 +131,8 @@ class HyperscanMatcher(Matcher):
         self._signal_names = list(signals)
         expressions = [p.fingerprint.pattern for p in self.patterns] + list(signals.values())
         expressions += [re.escape(marker) for marker in MARKERS]
+        self._words = len(expressions)
+        expressions += [re.escape(word) for word in SCALE_WORDS]
         flags = [_flags(p.fingerprint) for p in self.patterns]
         # Rules' metric patterns may hold lookarounds: prefiltered, then confirmed by `re`.
         self._prefiltered = {name: re.compile(pattern, re.MULTILINE)
@@ -137,13 +140,13 @@ class HyperscanMatcher(Matcher):
         flags += [hyperscan.HS_FLAG_MULTILINE | (
             hyperscan.HS_FLAG_PREFILTER if name in self._prefiltered
             else hyperscan.HS_FLAG_SINGLEMATCH) for name in signals]
-        flags += [0] * len(MARKERS)
+        flags += [0] * (len(MARKERS) + len(SCALE_WORDS))
         self._database = _database([e.encode() for e in expressions], flags)
         self._local = threading.local()  # a scan needs scratch space of its own per thread
 
     def find(self, text: str) -> Found:
         data = text.encode("utf-8", errors="surrogatepass")
-        found = self.find_bytes(data)
+        found = self.find_bytes(data)._replace(scale_words=None)  # a chunk's, at its bytes
         if len(data) == len(text):
             return found
         chars = char_offsets(data, [*(o for o, _ in found.hits), *found.marks,
@@ -162,8 +165,12 @@ class HyperscanMatcher(Matcher):
         signals: set[str] = set()
         fingerprints = len(self.patterns)
         markers = fingerprints + len(self._signal_names)
+        words, ends = self._words, tuple(list[int]() for _ in SCALE_WORDS)
 
         def found(index: int, start: int, end: int, flags: int, context: Any) -> None:
+            if index >= words:  # the most frequent: Megatron-LM prints the scale every step
+                ends[index - words].append(end)
+                return
             if fingerprints <= index < markers:
                 name = self._signal_names[index - fingerprints]
                 if name not in self._prefiltered:
@@ -179,7 +186,9 @@ class HyperscanMatcher(Matcher):
             scratch = self._local.scratch = hyperscan.Scratch(self._database)
         self._database.scan(data, match_event_handler=found, scratch=scratch)
         hits, marks, metric_lines = self._confirmed(data, candidates, signals)
-        return Found(hits, frozenset(signals), marks, metric_lines)
+        scale_words = tuple([end - len(word) for end in sorted(found_ends)]
+                            for word, found_ends in zip(SCALE_WORDS, ends, strict=True))
+        return Found(hits, frozenset(signals), marks, metric_lines, scale_words)
 
     def _confirmed(self, data: bytes, candidates: set[tuple[int, int]],
                    signals: set[str]) -> tuple[list[tuple[int, Hit]], list[int], list[int]]:

@@ -28,6 +28,8 @@ class Found(NamedTuple):
     signals: frozenset[str]  # the metric sampler's SIGNALS present
     marks: list[int]  # line starts of traceback headers and chain markers, in order
     metric_lines: list[int]  # line starts where a rule's metric pattern matches, in order
+    # where each of the sampler's SCALE_WORDS starts, in order (None: not looked for)
+    scale_words: tuple[list[int], ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import AnyStr
 
@@ -42,10 +43,12 @@ _SIGNAL_BYTES = {name: re.compile(pattern.encode(), re.MULTILINE)
                  for name, pattern in SIGNALS.items()}
 _SIGNAL_WORDS_BYTES = {name: tuple(word.encode() for word in words)
                        for name, words in SIGNAL_WORDS.items()}
-# What a scale line says: the bytes after the word "scale" and after "skipped iterations", the
+# What a scale line says: the bytes from the word "scale" and from "skipped iterations", the
 # values and a little more. A line saying what the scale line before it said adds nothing to the
 # scale detectors but one more sample.
-_SCALE_LINE = re.compile(rb"scale([^\n]{0,19})(?:[^\n]*?(skipped iterations[^\n]{0,6})|)[^\n]*")
+# The words of scale lines: where the matcher found them when it can (see `_scale_lines`).
+SCALE_WORDS = ("scale", "Skipping step", "skipped iterations")
+_SAYS_BYTES = 24
 NOTABLE_CONTEXT = 1 << 15
 SAMPLES_PER_CHUNK = 32
 SHORT_CHUNK_BYTES = 1 << 16
@@ -206,32 +209,50 @@ def _lines_of(chunk: Chunk, start: int, end: int, ranks: set[int | None]) -> Ite
         position = data.find(b"\n", match.start()) + 1 or len(data)
 
 
-def _scale_lines(data: bytes, every: bool, read: set[int]) -> dict[int, int]:
+def _occurrences(positions: Sequence[int], data: bytes, starts: Iterable[int]) -> Iterator[int]:
+    """The index in `positions` of the first one on each of the lines at `starts`, if any."""
+    for start in starts:
+        index = bisect_left(positions, start)
+        if index < len(positions) and data.find(b"\n", start, positions[index]) < 0:
+            yield index
+
+
+def _scale_lines(data: bytes, every: bool, read: set[int],
+                 words: Sequence[Sequence[int]] | None = None) -> dict[int, int]:
     """Where the lines reporting a loss scale or a skipped step start, each with the number of
     lines after it that said the same and are not read: all of them (`every`), or those read
     anyway (starting at `read`), those of a skipped step, and those that say something the
-    scale line before them did not (another scale, another count of skipped steps)."""
-    skipping = {data.rfind(b"\n", 0, position) + 1
-                for position in _found(data, b"Skipping step")}
-    kept = dict.fromkeys(skipping, 0)
-    said: tuple[bytes | None, ...] = ()
-    last = -1
-    for match in _SCALE_LINE.finditer(data):  # each line once: a match runs to its end
-        start = data.rfind(b"\n", 0, match.start()) + 1
-        says = match.group(1, 2)
-        if every or says != said or start in read or start in skipping:
-            kept[start], last = 0, start
-        else:
-            kept[last] += 1
-        said = says
+    scale line before them did not (another scale, another count of skipped steps).
+
+    `words` are where each of SCALE_WORDS occurs, when the matcher found them in its pass; the
+    lines are then told apart by comparing what follows the words, without a loop per line.
+    """
+    scale, skipping, skipped = words if words is not None else [
+        list(_found(data, word.encode())) for word in SCALE_WORDS]
+    says = [data[position:position + _SAYS_BYTES] for position in scale]
+    counts = [data[position:position + _SAYS_BYTES] for position in skipped]
+    changed_counts = [position for i, position in enumerate(skipped)
+                      if i == 0 or counts[i] != counts[i - 1]]
+    line_start = {position: data.rfind(b"\n", 0, position) + 1
+                  for position in (*skipping, *changed_counts)}
+    kept_at = {0, *(i for i in range(1, len(says)) if every or says[i] != says[i - 1]),
+               *_occurrences(scale, data, {*read, *line_start.values()})} if says else set()
+    kept = dict.fromkeys((line_start[position] for position in skipping), 0)
+    ordered = sorted(kept_at)
+    for index, following in zip(ordered, [*ordered[1:], len(scale)][:len(ordered)], strict=True):
+        start = data.rfind(b"\n", 0, scale[index]) + 1
+        kept[start] = kept.get(start, 0) + following - index - 1
     return kept
 
 
 def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
                  extra: Sequence[re.Pattern[str]] = (),
-                 metric_lines: Sequence[int] = ()) -> Iterator[tuple[Sample, Line]]:
+                 metric_lines: Sequence[int] = (),
+                 scale_words: Sequence[Sequence[int]] | None = None,
+                 ) -> Iterator[tuple[Sample, Line]]:
     """The samples of one chunk holding `signals`, with their lines numbered by `lines` (rank
-    set, no timestamp); `metric_lines` are where the matcher saw one of the `extra` patterns.
+    set, no timestamp); `metric_lines` are where the matcher saw one of the `extra` patterns,
+    `scale_words` where it saw each of SCALE_WORDS (None: not looked for).
 
     A chunk shorter than SHORT_CHUNK_BYTES is read line by line. A longer one is cut into
     SAMPLES_PER_CHUNK equal slots and the first metric line of each is read: plenty for the
@@ -264,7 +285,8 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
     triggers.extend(metric_lines)
     repeats: dict[int, int] = {}
     if "scale" in signals:
-        repeats = _scale_lines(data, short, {data.rfind(b"\n", 0, t) + 1 for t in triggers})
+        repeats = _scale_lines(data, short, {data.rfind(b"\n", 0, t) + 1 for t in triggers},
+                               scale_words)
         triggers.extend(repeats)
     triggers = sorted(set(triggers))
     end = -1
