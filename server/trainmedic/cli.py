@@ -356,8 +356,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_lsp(args: argparse.Namespace) -> int:
+    import gc
+
+    # Loading the LSP stack (the protocol's types above all) allocates what lives as long as
+    # the server: no collection walks it while it loads (one took a fifth of the start), and
+    # frozen, none walks it after.
+    gc.disable()
     from trainmedic.lsp.server import serve  # the LSP stack loads only for this command
 
+    gc.freeze()
+    gc.enable()
     return serve()
 
 
@@ -555,12 +563,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from trainmedic.catalogue.rules import RuleError
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
+
+    from trainmedic.catalogue.rules import RuleError  # after parsing: not for --help
     from trainmedic.logs.inputs import InputError
     from trainmedic.matching.choice import BackendError
 
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         return int(args.func(args))
     except InputError as error:
