@@ -182,6 +182,38 @@ def test_diagnose_path_does_not_import_the_language_server() -> None:
     assert done.stdout.strip().endswith("[]")
 
 
+def _imported_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running `code`."""
+    listing = "import sys; print(); print(*sys.modules)"
+    done = subprocess.run([sys.executable, "-c", f"{code}\n{listing}"], capture_output=True,
+                          text=True, check=True)
+    return set(done.stdout.splitlines()[-1].split())
+
+
+# What only some commands need: each loads when its command runs, not at every start.
+NOT_FOR_DIAGNOSE = ("trainmedic.checks", "trainmedic.probes", "trainmedic.lsp",
+                    "trainmedic.agents", "trainmedic.diagnosis.selftest",
+                    "trainmedic.diagnosis.watch", "trainmedic.render.markdown", "yaml",
+                    "fastjsonschema")
+
+
+@pytest.mark.parametrize("code", [
+    "import trainmedic.cli",
+    "import contextlib\nfrom trainmedic.cli import main\n"
+    "with contextlib.suppress(SystemExit): main(['--help'])"])
+def test_the_command_line_and_its_help_load_no_command(code: str) -> None:
+    loaded = _imported_after(code)
+    assert {m for m in loaded if m.startswith("trainmedic.")} == {"trainmedic.cli"}
+    assert "json" not in loaded
+
+
+def test_diagnose_loads_only_what_diagnosing_needs() -> None:
+    loaded = _imported_after(
+        f"from trainmedic.cli import main; main(['diagnose', {str(EXAMPLE)!r}])")
+    assert "trainmedic.diagnosis.engine" in loaded  # it did diagnose
+    assert sorted(m for m in loaded if m.startswith(NOT_FOR_DIAGNOSE)) == []
+
+
 def test_doctor_reports_the_backend_the_processes_and_the_catalogue(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -277,6 +276,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def cmd_rules_list(args: argparse.Namespace) -> int:
     catalogue = _catalogue(args.rules)
     if args.format == "json":
+        import json
+
         rows = [{"id": r.id, "title": r.title, "category": r.category, "role": r.role.value,
                  "fingerprints": len(r.fingerprints), "verify": r.verify_command,
                  "source": r.source} for r in catalogue.rules]
@@ -355,8 +356,16 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_lsp(args: argparse.Namespace) -> int:
+    import gc
+
+    # Loading the LSP stack (the protocol's types above all) allocates what lives as long as
+    # the server: no collection walks it while it loads (one took a fifth of the start), and
+    # frozen, none walks it after.
+    gc.disable()
     from trainmedic.lsp.server import serve  # the LSP stack loads only for this command
 
+    gc.freeze()
+    gc.enable()
     return serve()
 
 
@@ -371,12 +380,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return serve(_catalogue(args.rules))
 
 
-def _add_diagnose(commands: argparse._SubParsersAction[_Parser],
-                  rules_option: _Parser) -> None:
+Commands = argparse._SubParsersAction  # the `add_parser` of the commands
+
+
+def _add_diagnose(commands: Commands[_Parser], rules_option: _Parser) -> None:
     from trainmedic.logs.inputs import STDIN_MAX_BYTES
 
     diagnose = commands.add_parser(
-        "diagnose", parents=[rules_option], help="diagnose training logs",
+        "diagnose", parents=[rules_option], help=SUMMARIES["diagnose"],
         description=DIAGNOSE_HELP, epilog=EXIT_CODES, formatter_class=_Formatter)
     diagnose.add_argument("paths", nargs="+", metavar="PATH", help="log file, directory, or -")
     diagnose.add_argument("--format", choices=("text", "json"), default="text",
@@ -402,10 +413,9 @@ def _add_diagnose(commands: argparse._SubParsersAction[_Parser],
     diagnose.set_defaults(func=cmd_diagnose)
 
 
-def _add_watch(commands: argparse._SubParsersAction[_Parser],
-               rules_option: _Parser) -> None:
+def _add_watch(commands: Commands[_Parser], rules_option: _Parser) -> None:
     watch = commands.add_parser(
-        "watch", parents=[rules_option], help="follow growing logs until a root cause appears",
+        "watch", parents=[rules_option], help=SUMMARIES["watch"],
         description="Follow log files or a torchrun --log-dir while the job runs, reading only "
                     "new bytes, and print the diagnosis as soon as a root cause appears.\n\n"
                     "examples:\n  trainmedic watch slurm-1234.out\n"
@@ -425,17 +435,18 @@ def _add_watch(commands: argparse._SubParsersAction[_Parser],
     watch.set_defaults(func=cmd_watch)
 
 
-def _add_rules(commands: argparse._SubParsersAction[_Parser],
-               rules_option: _Parser) -> None:
+def _add_doctor(commands: Commands[_Parser], rules_option: _Parser) -> None:
     doctor = commands.add_parser(
-        "doctor", parents=[rules_option], help="what trainmedic runs with here",
+        "doctor", parents=[rules_option], help=SUMMARIES["doctor"],
         description="Print the version, the catalogue, the matcher backend in use (and where "
                     "it caches compiled patterns), how many processes read big inputs and "
                     "whether the probes can run.", formatter_class=_Formatter)
     doctor.set_defaults(func=cmd_doctor)
 
+
+def _add_rules(commands: Commands[_Parser], rules_option: _Parser) -> None:
     rules = commands.add_parser(
-        "rules", help="list, show and test the failure catalogue",
+        "rules", help=SUMMARIES["rules"],
         description="The catalogue of failure rules: bundled, plus packs given with --rules.",
         epilog=EXIT_CODES, formatter_class=_Formatter)
     rules_commands = rules.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
@@ -457,17 +468,11 @@ def _add_rules(commands: argparse._SubParsersAction[_Parser],
     validate.set_defaults(func=cmd_rules_validate)
 
 
-def _add_probe(commands: argparse._SubParsersAction[_Parser], full: bool) -> None:
-    """The probe command; only `full` lists the probes (importing them all takes a while, and
-    other commands do not need them)."""
-    if not full:
-        probe = commands.add_parser("probe", help="run a verification probe on this machine")
-        probe.add_argument("rest", nargs=argparse.REMAINDER)
-        return
-    from trainmedic.probes import PROBES
+def _add_probe(commands: Commands[_Parser], rules_option: _Parser) -> None:
+    from trainmedic.probes import PROBES  # every probe: only this command needs them
 
     probe = commands.add_parser(
-        "probe", help="run a verification probe on this machine",
+        "probe", help=SUMMARIES["probe"],
         description="Small real experiments that verify a fix on this machine's torch and "
                     "devices (CPU when there is no GPU). They print what they checked and what "
                     "they could not.\n\n" + "\n".join(f"  {name:<12} {p.SUMMARY}"
@@ -481,9 +486,9 @@ def _add_probe(commands: argparse._SubParsersAction[_Parser], full: bool) -> Non
     probe.set_defaults(func=cmd_probe)
 
 
-def _add_check_and_lsp(commands: argparse._SubParsersAction[_Parser]) -> None:
+def _add_check(commands: Commands[_Parser], rules_option: _Parser) -> None:
     check = commands.add_parser(
-        "check", help="check training scripts and configs for risky lines",
+        "check", help=SUMMARIES["check"],
         description=CHECK_HELP, epilog=EXIT_CODES, formatter_class=_Formatter)
     check.add_argument("paths", nargs="+", metavar="PATH", help="file or directory")
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text",
@@ -495,19 +500,19 @@ def _add_check_and_lsp(commands: argparse._SubParsersAction[_Parser]) -> None:
                         help="print the fixes as a unified diff; change nothing")
     check.set_defaults(func=cmd_check)
 
+
+def _add_lsp(commands: Commands[_Parser], rules_option: _Parser) -> None:
     lsp = commands.add_parser(
-        "lsp", help="run the language server on stdin/stdout (started by the editor)",
+        "lsp", help=SUMMARIES["lsp"],
         description="The language server behind the VS Code extension, speaking LSP on "
                     "stdin/stdout. Editors start it; there is nothing to type.",
         epilog=EXIT_CODES, formatter_class=_Formatter)
     lsp.set_defaults(func=cmd_lsp)
 
 
-def _add_mcp(commands: argparse._SubParsersAction[_Parser],
-             rules_option: _Parser) -> None:
+def _add_mcp(commands: Commands[_Parser], rules_option: _Parser) -> None:
     mcp = commands.add_parser(
-        "mcp", parents=[rules_option],
-        help="serve diagnose, check and explain to AI agents over MCP (stdin/stdout)",
+        "mcp", parents=[rules_option], help=SUMMARIES["mcp"],
         description="A Model Context Protocol server on stdin/stdout, started by an agent or "
                     "an editor's chat (pip install 'trainmedic[mcp]'). Its tools: diagnose "
                     "(log text or paths), check (scripts and configs) and explain (a rule "
@@ -518,7 +523,27 @@ def _add_mcp(commands: argparse._SubParsersAction[_Parser],
     mcp.set_defaults(func=cmd_mcp)
 
 
-def build_parser(probes: bool = True) -> argparse.ArgumentParser:
+# Every command in the order `--help` lists them: its one-line summary and what adds its
+# options. A command line names one command, so only its options are built (building them all
+# takes longer than a short diagnosis, and the probe command's imports every probe).
+SUMMARIES = {
+    "diagnose": "diagnose training logs",
+    "watch": "follow growing logs until a root cause appears",
+    "doctor": "what trainmedic runs with here",
+    "rules": "list, show and test the failure catalogue",
+    "probe": "run a verification probe on this machine",
+    "check": "check training scripts and configs for risky lines",
+    "lsp": "run the language server on stdin/stdout (started by the editor)",
+    "mcp": "serve diagnose, check and explain to AI agents over MCP (stdin/stdout)",
+}
+ADDERS = {"diagnose": _add_diagnose, "watch": _add_watch, "doctor": _add_doctor,
+          "rules": _add_rules, "probe": _add_probe, "check": _add_check, "lsp": _add_lsp,
+          "mcp": _add_mcp}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with `command`'s options (the command a command line names first); every
+    other command is there by its summary, enough for `--help` and for usage errors."""
     parser = _Parser(
         prog="trainmedic",
         description="Diagnose failed ML training runs from their logs, locally.",
@@ -529,22 +554,22 @@ def build_parser(probes: bool = True) -> argparse.ArgumentParser:
     rules_option.add_argument(
         "--rules", action="append", default=[], metavar="DIR",
         help="a rule pack directory to add to (or override) the bundled catalogue; repeatable")
-    _add_diagnose(commands, rules_option)
-    _add_watch(commands, rules_option)
-    _add_rules(commands, rules_option)
-    _add_probe(commands, probes)
-    _add_check_and_lsp(commands)
-    _add_mcp(commands, rules_option)
+    for name, summary in SUMMARIES.items():
+        if name == command:
+            ADDERS[name](commands, rules_option)
+        else:
+            commands.add_parser(name, help=summary)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from trainmedic.catalogue.rules import RuleError
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
+
+    from trainmedic.catalogue.rules import RuleError  # after parsing: not for --help
     from trainmedic.logs.inputs import InputError
     from trainmedic.matching.choice import BackendError
 
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(probes="probe" in argv).parse_args(argv)
     try:
         return int(args.func(args))
     except InputError as error:

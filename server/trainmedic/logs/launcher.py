@@ -192,7 +192,8 @@ def _summary_time(text: str | None) -> float | None:
     if text is None:
         return None
     try:
-        moment = datetime.strptime(text, "%Y-%m-%d_%H:%M:%S")
+        # ISO 8601 with "_" for "T" (fromisoformat, as strptime is slow to import)
+        moment = datetime.fromisoformat(text.replace("_", "T"))
     except ValueError:
         return None
     return moment.replace(tzinfo=timezone.utc).timestamp()

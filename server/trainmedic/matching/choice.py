@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from trainmedic.catalogue.rules import Catalogue
-from trainmedic.matching.python import Matcher
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the matchers are imported when one is built
+    from trainmedic.catalogue.rules import Catalogue
+    from trainmedic.matching.python import Matcher
 
 BACKENDS = ("auto", "python", "hyperscan")
 
@@ -15,6 +18,7 @@ class BackendError(Exception):
 def matcher_for(catalogue: Catalogue, backend: str = "auto") -> Matcher:
     """The matcher for `backend`; "auto" takes Hyperscan when it is installed."""
     from trainmedic.matching import hyperscan as fast
+    from trainmedic.matching.python import Matcher
 
     if backend == "python" or (backend == "auto" and not fast.available()):
         return Matcher(catalogue)

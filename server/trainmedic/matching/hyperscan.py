@@ -13,12 +13,10 @@ threads at once, with one shared matcher.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import platform
 import re
-import threading
 from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +64,13 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
     Compiling takes about 0.4 s, loading a compiled copy well under a millisecond. A cache that
     cannot be read or written is only a slower start.
     """
+    import hashlib
+
     import hyperscan
 
     release = getattr(hyperscan, "__version__", "")  # not importlib.metadata: slow to import
-    key = hashlib.sha256(repr((release, platform.machine(), expressions,
+    machine = os.uname().machine  # platform.machine(), without importing platform (slow)
+    key = hashlib.sha256(repr((release, machine, expressions,
                                flags)).encode()).hexdigest()[:32]
     try:
         cached = cache_folder() / f"hyperscan-{key}.db"
@@ -124,6 +125,8 @@ class HyperscanMatcher(Matcher):
     name = "hyperscan"
 
     def __init__(self, catalogue: Catalogue) -> None:
+        import threading
+
         import hyperscan
 
         super().__init__(catalogue)
@@ -134,15 +137,20 @@ class HyperscanMatcher(Matcher):
         self._words = len(expressions)
         expressions += [re.escape(word) for word in SCALE_WORDS]
         flags = [_flags(p.fingerprint) for p in self.patterns]
-        # Rules' metric patterns may hold lookarounds: prefiltered, then confirmed by `re`.
-        self._prefiltered = {name: re.compile(pattern, re.MULTILINE)
-                             for name, pattern in signals.items() if name not in SIGNALS}
         flags += [hyperscan.HS_FLAG_MULTILINE | (
-            hyperscan.HS_FLAG_PREFILTER if name in self._prefiltered
-            else hyperscan.HS_FLAG_SINGLEMATCH) for name in signals]
+            hyperscan.HS_FLAG_SINGLEMATCH if name in SIGNALS
+            else hyperscan.HS_FLAG_PREFILTER) for name in signals]
         flags += [0] * (len(MARKERS) + len(SCALE_WORDS))
         self._database = _database([e.encode() for e in expressions], flags)
         self._local = threading.local()  # a scan needs scratch space of its own per thread
+
+    @cached_property
+    def _prefiltered(self) -> dict[str, re.Pattern[str]]:
+        """Rules' metric patterns, which may hold lookarounds: prefiltered, then confirmed by
+        `re` (compiled when a line first needs it)."""
+        return {name: re.compile(pattern, re.MULTILINE)
+                for name, pattern in signal_patterns(self.catalogue).items()
+                if name not in SIGNALS}
 
     def find(self, text: str) -> Found:
         data = text.encode("utf-8", errors="surrogatepass")
@@ -173,7 +181,7 @@ class HyperscanMatcher(Matcher):
                 return
             if fingerprints <= index < markers:
                 name = self._signal_names[index - fingerprints]
-                if name not in self._prefiltered:
+                if name in SIGNALS:
                     signals.add(name)
                     return
                 index = _METRIC + index - fingerprints

@@ -112,13 +112,19 @@ class Matcher:
         if caseless:
             rules = ((rule_id, replace(fp, ignore_case=True)) for rule_id, fp in rules)
         self.patterns = tuple(_Pattern(rule_id, fp) for rule_id, fp in (*rules, *launcher))
-        self._signals = [
-            (name, required_literals(pattern, False), SIGNAL_WORDS.get(name),
-             re.compile(pattern, re.MULTILINE))
-            for name, pattern in signal_patterns(catalogue).items()]
-        self._metric_patterns = [(name, literals, regex)
-                                 for name, literals, _, regex in self._signals
-                                 if name not in SIGNALS]
+
+    @cached_property
+    def _signals(self) -> list[tuple[str, tuple[str, ...] | None, tuple[str, ...] | None,
+                                     re.Pattern[str]]]:
+        """Compiled when first looked for (a native backend finds them itself)."""
+        return [(name, required_literals(pattern, False), SIGNAL_WORDS.get(name),
+                 re.compile(pattern, re.MULTILINE))
+                for name, pattern in signal_patterns(self.catalogue).items()]
+
+    @cached_property
+    def _metric_patterns(self) -> list[tuple[str, tuple[str, ...] | None, re.Pattern[str]]]:
+        return [(name, literals, regex) for name, literals, _, regex in self._signals
+                if name not in SIGNALS]
 
     def caseless(self) -> Matcher:
         """These patterns blind to case, for text whose case was changed by hand (pure Python:

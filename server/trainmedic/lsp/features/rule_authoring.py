@@ -17,7 +17,6 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from trainmedic.catalogue.load import load_pack
 from trainmedic.catalogue.rules import Catalogue, RuleError
-from trainmedic.diagnosis.selftest import self_test
 from trainmedic.lsp.server import TrainmedicServer
 
 USAGE = 'trainmedic.testRuleFile expects [{"path": string}] (a <pack>/<category>/<id>.yaml file)'
@@ -43,6 +42,8 @@ def check_rule_file(path: Path, bundled: Catalogue) -> dict[str, Any]:
     if rule is None:
         return {"rule_id": None, "problems": [
             {"path": str(path), "line": None, "message": "not a rule of its pack"}]}
+    from trainmedic.diagnosis.selftest import self_test  # the engine: not needed to start
+
     result = self_test(rule, bundled.merged(pack))
     return {"rule_id": rule.id, "problems": [
         {"path": str(path), "line": None, "message": f"examples: {failure}"}

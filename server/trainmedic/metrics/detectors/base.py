@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -71,6 +70,14 @@ class Detector:
         raise NotImplementedError
 
 
+def _median(values: list[float]) -> float:
+    """The middle value, or the mean of the middle two (as `statistics.median`, whose import
+    costs more than a short diagnosis spends on medians)."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 @dataclass
 class RunningMedian:
     """The median of the last `window` finite values, once `min_history` of them were seen."""
@@ -81,8 +88,7 @@ class RunningMedian:
 
     def before(self, value: float) -> float | None:
         """The median before `value` (None while the history is short); then keeps `value`."""
-        median = statistics.median(self.history) \
-            if len(self.history) >= self.min_history else None
+        median = _median(self.history) if len(self.history) >= self.min_history else None
         self.history.append(value)
         if len(self.history) > self.window:
             del self.history[0]
