@@ -20,7 +20,7 @@ making a scan linear in the length of the text:
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def _module(modern: str, legacy: str) -> Any:
@@ -334,43 +334,64 @@ def check_pattern(pattern: str) -> str | None:
     return problem
 
 
-def _longest_literal(items: Any) -> str:
-    best, run = "", []
+class Literals(NamedTuple):
+    """Strings one of which every match of a pattern contains; in any case when `caseless`."""
+
+    texts: tuple[str, ...]
+    caseless: bool
+
+
+MIN_LITERAL = 3  # shorter literals are in nearly every text: no use as a prefilter
+
+
+def _caseless_in(item_flags: tuple[int, int], caseless: bool) -> bool:
+    """Whether a group with these (added, removed) inline flags matches blind to case."""
+    added, removed = item_flags
+    return (caseless or bool(added & _c.SRE_FLAG_IGNORECASE)) and \
+        not removed & _c.SRE_FLAG_IGNORECASE
+
+
+def _required(items: Any, caseless: bool) -> Literals | None:
+    """The best set of literals one of which every match of `items` contains: a run of
+    literal characters, or what a group, an alternation of such sets or a repetition of at
+    least once requires; the one whose shortest literal is longest."""
+    options: list[Literals] = []
+    run: list[str] = []
     for op, arg in [*items, (None, None)]:
+        if op is _c.AT:
+            continue  # anchors match no text
         if op is _c.LITERAL:
             run.append(chr(arg))
             continue
-        if op is _c.SUBPATTERN and arg[1] == 0 and arg[2] == 0 and \
+        if op is _c.SUBPATTERN and arg[1:3] == (0, 0) and \
                 all(o is _c.LITERAL for o, _ in arg[-1]):
             run.extend(chr(a) for _, a in arg[-1])
             continue
-        if op is _c.AT:
-            continue
-        text = "".join(run)
-        best = text if len(text) > len(best) else best
-        run = []
-        if op is _c.SUBPATTERN and arg[1] == 0 and arg[2] == 0:
-            inner = _longest_literal(arg[-1])
-            best = inner if len(inner) > len(best) else best
-    return best
+        if run:
+            options.append(Literals(("".join(run),), caseless))
+            run = []
+        found: Literals | None = None
+        if op is _c.SUBPATTERN:
+            found = _required(arg[-1], _caseless_in(arg[1:3], caseless))
+        elif op is _c.BRANCH:
+            branches = [_required(branch, caseless) for branch in arg[1]]
+            if all(branches):
+                found = Literals(tuple(t for b in branches if b for t in b.texts),
+                                 any(b.caseless for b in branches if b))
+        elif op in _REPEATS and arg[0] >= 1:
+            found = _required(arg[2], caseless)
+        if found is not None:
+            options.append(found)
+    options = [o for o in options if min(map(len, o.texts)) >= MIN_LITERAL]
+    return max(options, key=lambda o: (min(map(len, o.texts)), -len(o.texts)), default=None)
 
 
-def required_literals(pattern: str, ignore_case: bool = False) -> tuple[str, ...] | None:
-    """Literals one of which every match contains, for a cheap `in` prefilter; None if none.
-
-    A plain sequence gives its longest literal; a top-level alternation gives one per branch.
-    """
-    if ignore_case:
-        return None
+def required_literals(pattern: str, ignore_case: bool = False) -> Literals | None:
+    """Literals one of which every match contains, for a cheap substring prefilter; None if
+    none is known. Caseless where the pattern, or the group they come from, ignores case."""
     try:
-        parsed = list(_p.parse(pattern))
+        parsed = _p.parse(pattern)
     except Exception:
         return None
-    parsed = [node for node in parsed if node[0] is not _c.AT]  # anchors match no text
-    while len(parsed) == 1 and parsed[0][0] is _c.SUBPATTERN and parsed[0][1][1:3] == (0, 0):
-        parsed = [node for node in parsed[0][1][-1] if node[0] is not _c.AT]
-    if len(parsed) == 1 and parsed[0][0] is _c.BRANCH:
-        branches = [_longest_literal(branch) for branch in parsed[0][1][1]]
-        return tuple(branches) if all(len(b) >= 3 for b in branches) else None
-    best = _longest_literal(parsed)
-    return (best,) if len(best) >= 3 else None
+    return _required(list(parsed),
+                     ignore_case or bool(parsed.state.flags & _c.SRE_FLAG_IGNORECASE))
