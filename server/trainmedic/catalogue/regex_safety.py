@@ -335,10 +335,13 @@ def check_pattern(pattern: str) -> str | None:
 
 
 class Literals(NamedTuple):
-    """Strings one of which every match of a pattern contains; in any case when `caseless`."""
+    """Strings one of which every match of a pattern contains; in any case when `caseless`.
+    `before`: the fewest and the most characters a match can have before the one it contains
+    (so a match can start only that far before an occurrence)."""
 
     texts: tuple[str, ...]
     caseless: bool
+    before: tuple[int, int]
 
 
 MIN_LITERAL = 3  # shorter literals are in nearly every text: no use as a prefilter
@@ -351,13 +354,21 @@ def _caseless_in(item_flags: tuple[int, int], caseless: bool) -> bool:
         not removed & _c.SRE_FLAG_IGNORECASE
 
 
-def _required(items: Any, caseless: bool) -> Literals | None:
-    """The best set of literals one of which every match of `items` contains: a run of
-    literal characters, or what a group, an alternation of such sets or a repetition of at
-    least once requires; the one whose shortest literal is longest."""
+def _after(prefix: tuple[int, int], found: list[Literals]) -> list[Literals]:
+    """`found`, a part's literals, with what comes before that part added to `before`."""
+    return [f._replace(before=(prefix[0] + f.before[0], prefix[1] + f.before[1]))
+            for f in found]
+
+
+def _required(items: Any, caseless: bool) -> list[Literals]:
+    """The sets of literals one of each of which every match of `items` contains: runs of
+    literal characters, and what groups, alternations of such sets and repetitions of at
+    least once require; best first (the longest shortest literal, then the fewest)."""
+    items = list(items)
     options: list[Literals] = []
     run: list[str] = []
-    for op, arg in [*items, (None, None)]:
+    run_start = 0
+    for index, (op, arg) in enumerate([*items, (None, None)]):
         if op is _c.AT:
             continue  # anchors match no text
         if op is _c.LITERAL:
@@ -368,30 +379,95 @@ def _required(items: Any, caseless: bool) -> Literals | None:
             run.extend(chr(a) for _, a in arg[-1])
             continue
         if run:
-            options.append(Literals(("".join(run),), caseless))
+            options.append(Literals(("".join(run),), caseless, _width(items[:run_start])))
             run = []
-        found: Literals | None = None
+        run_start = index + 1
+        if op is None:
+            break
+        prefix = _width(items[:index])
         if op is _c.SUBPATTERN:
-            found = _required(arg[-1], _caseless_in(arg[1:3], caseless))
+            options += _after(prefix, _required(arg[-1], _caseless_in(arg[1:3], caseless)))
         elif op is _c.BRANCH:
             branches = [_required(branch, caseless) for branch in arg[1]]
             if all(branches):
-                found = Literals(tuple(t for b in branches if b for t in b.texts),
-                                 any(b.caseless for b in branches if b))
+                known = [b[0] for b in branches]
+                options.append(Literals(
+                    tuple(t for b in known for t in b.texts), any(b.caseless for b in known),
+                    (prefix[0] + min(b.before[0] for b in known),
+                     prefix[1] + max(b.before[1] for b in known))))
         elif op in _REPEATS and arg[0] >= 1:
-            found = _required(arg[2], caseless)
-        if found is not None:
-            options.append(found)
+            reach = _width(items[index:index + 1])[1]  # in any of the repetitions
+            options += [f._replace(before=(prefix[0] + f.before[0], prefix[1] + reach))
+                        for f in _required(arg[2], caseless)]
     options = [o for o in options if min(map(len, o.texts)) >= MIN_LITERAL]
-    return max(options, key=lambda o: (min(map(len, o.texts)), -len(o.texts)), default=None)
+    return sorted(options, key=lambda o: (-min(map(len, o.texts)), len(o.texts)))
 
 
-def required_literals(pattern: str, ignore_case: bool = False) -> Literals | None:
-    """Literals one of which every match contains, for a cheap substring prefilter; None if
-    none is known. Caseless where the pattern, or the group they come from, ignores case."""
+def required_literals(pattern: str, ignore_case: bool = False) -> list[Literals]:
+    """Sets of literals one of each of which every match contains, for cheap substring
+    prefilters, best first; none when none is known. Caseless where the pattern, or the group
+    they come from, ignores case."""
     try:
         parsed = _p.parse(pattern)
     except Exception:
-        return None
-    return _required(list(parsed),
-                     ignore_case or bool(parsed.state.flags & _c.SRE_FLAG_IGNORECASE))
+        return []
+    return _required(parsed, ignore_case or bool(parsed.state.flags & _c.SRE_FLAG_IGNORECASE))
+
+
+_ZERO = ord("0")
+
+
+def _digits_in(items: Any) -> frozenset[int] | None:
+    """Which digits a character class (IN's items) matches; None when it cannot tell."""
+    negate, found = False, set()
+    for op, arg in items:
+        if op is _c.NEGATE:
+            negate = True
+        elif op is _c.LITERAL:
+            found.add(arg)
+        elif op is _c.RANGE:
+            found.update(range(arg[0], arg[1] + 1))
+        elif op is _c.CATEGORY:
+            found.update(_category(str(arg)))
+        else:
+            return None
+    digits = frozenset(range(_ZERO, _ZERO + 10))
+    return digits - found if negate else digits & found
+
+
+def _zero_safe(items: Any, reversed_: bool) -> bool:
+    """Whether each character test in `items` passed by a digit is passed by 0 too (or, when
+    `reversed_`, inside a negative lookaround: passed by every digit if by 0)."""
+    for op, arg in items:
+        if op is _c.LITERAL or op is _c.NOT_LITERAL or op is _c.IN:
+            digits = _digits_in([(_c.LITERAL, arg)] if op is _c.LITERAL else
+                                [(_c.NEGATE, None), (_c.LITERAL, arg)] if op is _c.NOT_LITERAL
+                                else arg)
+            if digits is None or (digits and (len(digits) < 10 if reversed_ and _ZERO in digits
+                                              else not reversed_ and _ZERO not in digits)):
+                return False
+        elif op in _REPEATS:
+            if not _zero_safe(arg[2], reversed_):
+                return False
+        elif op is _c.SUBPATTERN:
+            if not _zero_safe(arg[-1], reversed_):
+                return False
+        elif op is _c.BRANCH:
+            if not all(_zero_safe(branch, reversed_) for branch in arg[1]):
+                return False
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            if not _zero_safe(arg[1], reversed_ != (op is _c.ASSERT_NOT)):
+                return False
+        elif op not in (_c.AT, _c.ANY):
+            return False  # a backreference, or anything else: assume it tells digits apart
+    return True
+
+
+def matches_with_digits_zeroed(pattern: str) -> bool:
+    """Whether wherever `pattern` matches a line, it matches that line with each digit made 0
+    too: it tells no digit from 0 that 0 would fail (`\\d`, `0`, `[0-9]`, not `[1-9]`), so a
+    line's digit-free shape can rule it out."""
+    try:
+        return _zero_safe(_p.parse(pattern), False)
+    except Exception:
+        return False

@@ -10,12 +10,12 @@ rule most patterns out run over that instead of the whole chunk.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import NamedTuple
 
-from trainmedic.catalogue.regex_safety import required_literals
+from trainmedic.catalogue.regex_safety import matches_with_digits_zeroed, required_literals
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.launcher import LAUNCHER, PATTERNS
 from trainmedic.logs.tracebacks import MARKERS
@@ -47,26 +47,54 @@ def _folded(text: str) -> str:
     return text.lower()
 
 
-class _Literal(NamedTuple):
+@dataclass(frozen=True)
+class _Literal:
     """A string every match of some pattern may contain; in any case when `caseless`."""
 
     text: str
     caseless: bool
 
-    @property
+    @cached_property
     def shape(self) -> str:
         """How it appears in line shapes (digits made 0, folded when caseless)."""
         shape = self.text.translate(_ZERO_CHARS)
         return _folded(shape) if self.caseless else shape
 
+    @cached_property
+    def cases(self) -> re.Pattern[str]:
+        """Its occurrences in any case, overlapping ones too, each as it is written."""
+        return re.compile(f"(?=({re.escape(self.text)}))", re.IGNORECASE)
 
-def _literals(pattern: str, ignore_case: bool) -> tuple[_Literal, ...] | None:
-    """The literals one of which every match contains; None when unknown, or when caseless
-    and not ASCII (Unicode case folding is more than lower-casing)."""
-    found = required_literals(pattern, ignore_case)
-    if found is None or (found.caseless and not all(map(str.isascii, found.texts))):
+
+MAX_STARTS = 8  # a pattern that can start more places before its literal is searched for
+
+
+class _Prefilter(NamedTuple):
+    """What a pattern's matches need: a line holding one of `found` (its best required
+    literals) and one of each of `needed` (its others); they start `before` characters
+    before an occurrence of one of `placed` (those that fix where a match starts best).
+    `by_shape`: a line it matches has a shape it matches."""
+
+    found: tuple[_Literal, ...]
+    needed: tuple[tuple[_Literal, ...], ...]
+    placed: tuple[_Literal, ...]
+    before: tuple[int, int]
+    by_shape: bool
+
+
+def _prefilter(pattern: str, ignore_case: bool) -> _Prefilter | None:
+    """None when no required literal is known (a caseless one must be ASCII: Unicode case
+    folding is more than lower-casing)."""
+    options = [found for found in required_literals(pattern, ignore_case)
+               if not found.caseless or all(map(str.isascii, found.texts))]
+    if not options:
         return None
-    return tuple(_Literal(text, found.caseless) for text in found.texts)
+    literals = [tuple(_Literal(text, found.caseless) for text in found.texts)
+                for found in options]
+    placed = min(range(len(options)),
+                 key=lambda i: options[i].before[1] - options[i].before[0])
+    return _Prefilter(literals[0], tuple(literals[1:]), literals[placed], options[placed].before,
+                      matches_with_digits_zeroed(pattern))
 
 
 class _Chunk:
@@ -79,6 +107,7 @@ class _Chunk:
         self.shapes = b"\n".join(set(zeroed.split(b"\n"))).decode("utf-8",
                                                                  errors="surrogatepass")
         self._lines: dict[_Literal, list[tuple[int, int]]] = {}
+        self._variants: dict[_Literal, tuple[str, ...] | None] = {}
 
     @cached_property
     def folded_shapes(self) -> str:
@@ -88,29 +117,47 @@ class _Chunk:
         """Whether a literal of this shape may occur in the text (False: it does not)."""
         return shape in (self.folded_shapes if caseless else self.shapes)
 
+    def variants(self, literal: _Literal) -> tuple[str, ...] | None:
+        """How `literal` is written in the text: as it is, or for a caseless one each way the
+        line shapes write it; None for a caseless one with digits (shapes change those)."""
+        if not literal.caseless:
+            return (literal.text,)
+        if literal not in self._variants:
+            self._variants[literal] = None if any(map(str.isdigit, literal.text)) else \
+                tuple({match.group(1) for match in literal.cases.finditer(self.shapes)})
+        return self._variants[literal]
+
     def lines(self, literal: _Literal) -> list[tuple[int, int]]:
         """(start, end) of each line holding `literal`, in order; end is that of the text
         for a last line without a newline."""
         if literal in self._lines:
             return self._lines[literal]
-        text, spans = self.text, []
+        spans: list[tuple[int, int]] = []
         if self.may_hold(literal.shape, literal.caseless):
-            search = re.compile(re.escape(literal.text), re.IGNORECASE).search \
-                if literal.caseless else None
-            position = 0
-            while True:
-                if search is None:
-                    position = text.find(literal.text, position)
-                else:
-                    position = match.start() if (match := search(text, position)) else -1
-                if position < 0:
-                    break
-                start, end = text.rfind("\n", 0, position) + 1, text.find("\n", position)
-                spans.append((start, end if end >= 0 else len(text)))
-                if end < 0:
-                    break
-                position = end + 1
+            variants = self.variants(literal)
+            if variants is None:
+                def next_case(at: int) -> int:
+                    match = literal.cases.search(self.text, at)
+                    return -1 if match is None else match.start()
+                spans = self._lines_where(next_case)
+            else:
+                for variant in variants:
+                    spans += self._lines_where(partial(self.text.find, variant))
+                if len(variants) > 1:
+                    spans = sorted(set(spans))
         self._lines[literal] = spans
+        return spans
+
+    def _lines_where(self, find: Callable[[int], int]) -> list[tuple[int, int]]:
+        """(start, end) of each line where `find` (the next occurrence from a position, or
+        -1) finds something."""
+        text, spans, position = self.text, [], 0
+        while (position := find(position)) >= 0:
+            start, end = text.rfind("\n", 0, position) + 1, text.find("\n", position)
+            spans.append((start, end if end >= 0 else len(text)))
+            if end < 0:
+                break
+            position = end + 1
         return spans
 
     def lines_of(self, literals: tuple[_Literal, ...]) -> list[tuple[int, int]]:
@@ -119,6 +166,76 @@ class _Chunk:
             return self.lines(literals[0])
         return sorted({span for literal in literals for span in self.lines(literal)})
 
+    def _holds(self, literals: tuple[_Literal, ...], line: str) -> bool:
+        """Whether one of `literals` occurs in `line`, a line of this chunk."""
+        for literal in literals:
+            variants = self.variants(literal)
+            if variants is None:
+                if literal.cases.search(line) is not None:
+                    return True
+            elif any(variant in line for variant in variants):
+                return True
+        return False
+
+    def _places(self, literal: _Literal, line: str) -> Iterator[int]:
+        """Where `literal` occurs in `line`, a line of this chunk, overlapping occurrences
+        included."""
+        variants = self.variants(literal)
+        if variants is None:
+            yield from (match.start() for match in literal.cases.finditer(line))
+            return
+        for variant in variants:
+            at = line.find(variant)
+            while at >= 0:
+                yield at
+                at = line.find(variant, at + 1)
+
+    def _matches(self, prefilter: _Prefilter, regex: re.Pattern[str], line: str) -> bool:
+        """Whether `regex` matches `line` (trying only where a match can start)."""
+        if not all(self._holds(literals, line) for literals in prefilter.needed):
+            return False
+        low, high = prefilter.before
+        if high - low >= MAX_STARTS:
+            return regex.search(line) is not None
+        for literal in prefilter.placed:
+            for at in self._places(literal, line):
+                for start in range(max(0, at - high), at - low + 1):
+                    if regex.match(line, start) is not None:
+                        return True
+        return False
+
+    def _shapes_match(self, prefilter: _Prefilter, regex: re.Pattern[str]) -> bool:
+        """Whether `regex` matches one of the line shapes holding a literal it needs (when
+        it does not, and a match in a line means one in its shape, no line matches)."""
+        if not prefilter.by_shape:
+            return True
+        shapes, seen = self.shapes, set()
+        for literal in prefilter.found:
+            variants = self.variants(literal)
+            if variants is None:
+                return True
+            for variant in variants if literal.caseless else (literal.shape,):
+                at = shapes.find(variant)
+                while at >= 0:
+                    start, end = shapes.rfind("\n", 0, at) + 1, shapes.find("\n", at)
+                    end = end if end >= 0 else len(shapes)
+                    if start not in seen and regex.search(shapes[start:end]) is not None:
+                        return True
+                    seen.add(start)
+                    at = shapes.find(variant, end)
+        return False
+
+    def matching_lines(self, prefilter: _Prefilter,
+                       regex: re.Pattern[str]) -> Iterator[tuple[int, str]]:
+        """(start, text) of each line where `regex` matches, in order."""
+        if not self._shapes_match(prefilter, regex):
+            return
+        text = self.text
+        for start, end in self.lines_of(prefilter.found):
+            line = text[start:end]
+            if self._matches(prefilter, regex, line):  # most lines holding a literal do not
+                yield start, line
+
 
 @dataclass(frozen=True)
 class _Pattern:
@@ -126,8 +243,8 @@ class _Pattern:
     fingerprint: Fingerprint
 
     @cached_property
-    def literals(self) -> tuple[_Literal, ...] | None:
-        return _literals(self.fingerprint.pattern, self.fingerprint.ignore_case)
+    def prefilter(self) -> _Prefilter | None:
+        return _prefilter(self.fingerprint.pattern, self.fingerprint.ignore_case)
 
 
 class _Index(NamedTuple):
@@ -176,7 +293,7 @@ def signal_patterns(catalogue: Catalogue) -> dict[str, str]:
 
 class _Signal(NamedTuple):
     name: str
-    literals: tuple[_Literal, ...] | None
+    prefilter: _Prefilter | None
     words: tuple[str, ...] | None  # see SIGNAL_WORDS
     regex: re.Pattern[str]
 
@@ -188,8 +305,8 @@ class _Signal(NamedTuple):
             return any(chunk.may_hold(word.translate(_ZERO_CHARS), False)
                        for word in self.words) and \
                 bool(signal_matches(self.regex, text, self.words, first_only=True))
-        return (self.literals is None or any(chunk.may_hold(lit.shape, lit.caseless)
-                                             for lit in self.literals)) and \
+        return (self.prefilter is None or any(chunk.may_hold(lit.shape, lit.caseless)
+                                              for lit in self.prefilter.found)) and \
             self.regex.search(text) is not None
 
 
@@ -211,7 +328,7 @@ class Matcher:
         if caseless:
             rules = ((rule_id, replace(fp, ignore_case=True)) for rule_id, fp in rules)
         self.patterns = tuple(_Pattern(rule_id, fp) for rule_id, fp in (*rules, *launcher))
-        self._signals = [_Signal(name, _literals(pattern, False), SIGNAL_WORDS.get(name),
+        self._signals = [_Signal(name, _prefilter(pattern, False), SIGNAL_WORDS.get(name),
                                  re.compile(pattern, re.MULTILINE))
                          for name, pattern in signal_patterns(catalogue).items()]
         self._metric_patterns = [s for s in self._signals if s.name not in SIGNALS]
@@ -229,7 +346,7 @@ class Matcher:
         its start skips this)."""
         by_literal: dict[_Literal, list[_Pattern]] = {}
         for pattern in self.patterns:
-            for literal in pattern.literals or ():
+            for literal in pattern.prefilter.found if pattern.prefilter else ():
                 by_literal.setdefault(literal, []).append(pattern)
         groups: list[tuple[str, bool, list[_Literal]]] = []
         singles: list[_Literal] = []
@@ -242,7 +359,7 @@ class Matcher:
             groups.extend((anchor, caseless, [lit for shape in shapes for lit in by_shape[shape]])
                           for anchor, shapes in shape_groups)
             singles.extend(lit for shape in single_shapes for lit in by_shape[shape])
-        return _Index([p for p in self.patterns if p.literals is None], by_literal, groups,
+        return _Index([p for p in self.patterns if p.prefilter is None], by_literal, groups,
                       singles)
 
     def _candidates(self, chunk: _Chunk) -> list[_Pattern]:
@@ -259,12 +376,10 @@ class Matcher:
         for pattern in self._index.always:
             yield from self._confirm(pattern, text)
         for pattern in self._candidates(chunk):
-            search = pattern.fingerprint.regex.search
-            for start, end in chunk.lines_of(pattern.literals or ()):
-                line = text[start:end]
-                if search(line) is not None:  # most lines holding a literal do not match
-                    for offset, hit in self._confirm(pattern, line):
-                        yield start + offset, hit
+            assert pattern.prefilter is not None  # a candidate for holding its literal
+            for start, line in chunk.matching_lines(pattern.prefilter, pattern.fingerprint.regex):
+                for offset, hit in self._confirm(pattern, line):
+                    yield start + offset, hit
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
         """(offset, hit) for every match in `text`, in no particular order."""
@@ -298,12 +413,12 @@ class Matcher:
                    if signal.name in SIGNALS and signal.holds(chunk)}
         lines: set[int] = set()
         for signal in self._metric_patterns:
-            if signal.literals is None:
+            if signal.prefilter is None:
                 starts = {text.rfind("\n", 0, match.start()) + 1
                           for match in signal.regex.finditer(text)}
             else:
-                starts = {start for start, end in chunk.lines_of(signal.literals)
-                          if signal.regex.search(text[start:end]) is not None}
+                starts = {start for start, _ in chunk.matching_lines(signal.prefilter,
+                                                                     signal.regex)}
             if starts:
                 signals.add(signal.name)
                 lines |= starts
