@@ -19,6 +19,7 @@ making a scan linear in the length of the text:
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any, NamedTuple
 
@@ -334,6 +335,12 @@ def check_pattern(pattern: str) -> str | None:
     return problem
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed(pattern: str) -> Any:
+    """The parsed pattern, for the analyses below (the pure matcher asks several of each)."""
+    return _p.parse(pattern)
+
+
 class Literals(NamedTuple):
     """Strings one of which every match of a pattern contains; in any case when `caseless`.
     `before`: the fewest and the most characters a match can have before the one it contains
@@ -408,13 +415,14 @@ def required_literals(pattern: str, ignore_case: bool = False) -> list[Literals]
     prefilters, best first; none when none is known. Caseless where the pattern, or the group
     they come from, ignores case."""
     try:
-        parsed = _p.parse(pattern)
+        parsed = _parsed(pattern)
     except Exception:
         return []
     return _required(parsed, ignore_case or bool(parsed.state.flags & _c.SRE_FLAG_IGNORECASE))
 
 
 _ZERO = ord("0")
+_DIGITS = frozenset(range(_ZERO, _ZERO + 10))
 
 
 def _digits_in(items: Any) -> frozenset[int] | None:
@@ -431,18 +439,18 @@ def _digits_in(items: Any) -> frozenset[int] | None:
             found.update(_category(str(arg)))
         else:
             return None
-    digits = frozenset(range(_ZERO, _ZERO + 10))
-    return digits - found if negate else digits & found
+    return _DIGITS - found if negate else _DIGITS & found
 
 
 def _zero_safe(items: Any, reversed_: bool) -> bool:
     """Whether each character test in `items` passed by a digit is passed by 0 too (or, when
     `reversed_`, inside a negative lookaround: passed by every digit if by 0)."""
     for op, arg in items:
-        if op is _c.LITERAL or op is _c.NOT_LITERAL or op is _c.IN:
-            digits = _digits_in([(_c.LITERAL, arg)] if op is _c.LITERAL else
-                                [(_c.NEGATE, None), (_c.LITERAL, arg)] if op is _c.NOT_LITERAL
-                                else arg)
+        if op is _c.LITERAL or op is _c.NOT_LITERAL:  # one digit, or all but one
+            if arg in _DIGITS and (reversed_ == (arg == _ZERO)) != (op is _c.NOT_LITERAL):
+                return False
+        elif op is _c.IN:
+            digits = _digits_in(arg)
             if digits is None or (digits and (len(digits) < 10 if reversed_ and _ZERO in digits
                                               else not reversed_ and _ZERO not in digits)):
                 return False
@@ -468,6 +476,6 @@ def matches_with_digits_zeroed(pattern: str) -> bool:
     too: it tells no digit from 0 that 0 would fail (`\\d`, `0`, `[0-9]`, not `[1-9]`), so a
     line's digit-free shape can rule it out."""
     try:
-        return _zero_safe(_p.parse(pattern), False)
+        return _zero_safe(_parsed(pattern), False)
     except Exception:
         return False

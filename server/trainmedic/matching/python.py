@@ -67,6 +67,7 @@ class _Literal:
 
 
 MAX_STARTS = 8  # a pattern that can start more places before its literal is searched for
+MAX_ANCHORED = 256  # shapes holding an anchor beyond which its literals are tested on all
 
 
 class _Prefilter(NamedTuple):
@@ -117,6 +118,21 @@ class _Chunk:
         """Whether a literal of this shape may occur in the text (False: it does not)."""
         return shape in (self.folded_shapes if caseless else self.shapes)
 
+    def shapes_with(self, anchor: str, caseless: bool) -> str:
+        """The line shapes holding `anchor` (folded when `caseless`), for testing the literals
+        grouped under it; all of them where it is in more than MAX_ANCHORED."""
+        shapes = self.folded_shapes if caseless else self.shapes
+        found: list[str] = []
+        at = shapes.find(anchor)
+        while at >= 0:
+            if len(found) == MAX_ANCHORED:
+                return shapes
+            start, end = shapes.rfind("\n", 0, at) + 1, shapes.find("\n", at)
+            end = end if end >= 0 else len(shapes)
+            found.append(shapes[start:end])
+            at = shapes.find(anchor, end)
+        return "\n".join(found)
+
     def variants(self, literal: _Literal) -> tuple[str, ...] | None:
         """How `literal` is written in the text: as it is, or for a caseless one each way the
         line shapes write it; None for a caseless one with digits (shapes change those)."""
@@ -124,8 +140,18 @@ class _Chunk:
             return (literal.text,)
         if literal not in self._variants:
             self._variants[literal] = None if any(map(str.isdigit, literal.text)) else \
-                tuple({match.group(1) for match in literal.cases.finditer(self.shapes)})
+                tuple(self._cases(literal.shape))
         return self._variants[literal]
+
+    def _cases(self, folded: str) -> set[str]:
+        """How the shapes write what folds to `folded` (folding keeps every position: only
+        U+0130 lower-cases to two characters, and `_folded` makes it one first)."""
+        shapes, found = self.shapes, set()
+        at = self.folded_shapes.find(folded)
+        while at >= 0:
+            found.add(shapes[at:at + len(folded)])
+            at = self.folded_shapes.find(folded, at + 1)
+        return found
 
     def lines(self, literal: _Literal) -> list[tuple[int, int]]:
         """(start, end) of each line holding `literal`, in order; end is that of the text
@@ -219,7 +245,7 @@ class _Chunk:
                 while at >= 0:
                     start, end = shapes.rfind("\n", 0, at) + 1, shapes.find("\n", at)
                     end = end if end >= 0 else len(shapes)
-                    if start not in seen and regex.search(shapes[start:end]) is not None:
+                    if start not in seen and self._matches(prefilter, regex, shapes[start:end]):
                         return True
                     seen.add(start)
                     at = shapes.find(variant, end)
@@ -269,13 +295,15 @@ def _anchors(shapes: list[str]) -> tuple[list[tuple[str, list[str]]], list[str]]
     dozen substring searches instead of one per literal. Literals sharing no anchor stay single.
     """
     left, groups = sorted(set(shapes)), []
+    grams = {literal: sorted({gram for i in range(len(literal) - ANCHOR_LENGTH + 1)
+                              if " " not in (gram := literal[i:i + ANCHOR_LENGTH])
+                              and "0" not in gram and gram.lower() not in _COMMON})
+             for literal in left}
     while left:
         counts: dict[str, int] = {}
         for literal in left:
-            for gram in sorted({literal[i:i + ANCHOR_LENGTH]
-                                for i in range(len(literal) - ANCHOR_LENGTH + 1)}):
-                if " " not in gram and "0" not in gram and gram.lower() not in _COMMON:
-                    counts[gram] = counts.get(gram, 0) + 1
+            for gram in grams[literal]:
+                counts[gram] = counts.get(gram, 0) + 1
         best = max(sorted(counts), key=lambda g: counts[g], default=None)
         if best is None or counts[best] < 2:
             break
@@ -302,9 +330,9 @@ class _Signal(NamedTuple):
         literals are."""
         text = chunk.text
         if self.words is not None:
-            return any(chunk.may_hold(word.translate(_ZERO_CHARS), False)
-                       for word in self.words) and \
-                bool(signal_matches(self.regex, text, self.words, first_only=True))
+            words = tuple(word for word in self.words
+                          if chunk.may_hold(word.translate(_ZERO_CHARS), False))
+            return bool(words) and bool(signal_matches(self.regex, text, words, first_only=True))
         return (self.prefilter is None or any(chunk.may_hold(lit.shape, lit.caseless)
                                               for lit in self.prefilter.found)) and \
             self.regex.search(text) is not None
@@ -368,7 +396,8 @@ class Matcher:
         present = [lit for lit in index.singles if chunk.may_hold(lit.shape, lit.caseless)]
         for anchor, caseless, literals in index.groups:
             if chunk.may_hold(anchor, caseless):
-                present.extend(lit for lit in literals if chunk.may_hold(lit.shape, caseless))
+                within = chunk.shapes_with(anchor, caseless)
+                present.extend(lit for lit in literals if lit.shape in within)
         return list({id(p): p for lit in present for p in index.by_literal[lit]}.values())
 
     def _scan(self, chunk: _Chunk) -> Iterator[tuple[int, Hit]]:
