@@ -67,7 +67,7 @@ class _Literal:
 
 
 MAX_STARTS = 8  # a pattern that can start more places before its literal is searched for
-MAX_ANCHORED = 256  # shapes holding an anchor beyond which its literals are tested on all
+MAX_ANCHORED = 64  # shapes holding an anchor beyond which its literals are tested on all
 
 
 class _Prefilter(NamedTuple):
