@@ -68,19 +68,22 @@ class _Literal:
 
 MAX_STARTS = 8  # a pattern that can start more places before its literal is searched for
 MAX_ANCHORED = 64  # shapes holding an anchor beyond which its literals are tested on all
+MAX_KNOWN_SHAPES = 1 << 14
 
 
 class _Prefilter(NamedTuple):
     """What a pattern's matches need: a line holding one of `found` (its best required
     literals) and one of each of `needed` (its others); they start `before` characters
     before an occurrence of one of `placed` (those that fix where a match starts best).
-    `by_shape`: a line it matches has a shape it matches."""
+    `by_shape`: a line it matches has a shape it matches; `tried_shapes`: whether it matched
+    each shape tried (the chunks of one log share most of their shapes)."""
 
     found: tuple[_Literal, ...]
     needed: tuple[tuple[_Literal, ...], ...]
     placed: tuple[_Literal, ...]
     before: tuple[int, int]
     by_shape: bool
+    tried_shapes: dict[str, bool]
 
 
 def _prefilter(pattern: str, ignore_case: bool) -> _Prefilter | None:
@@ -95,20 +98,14 @@ def _prefilter(pattern: str, ignore_case: bool) -> _Prefilter | None:
     placed = min(range(len(options)),
                  key=lambda i: options[i].before[1] - options[i].before[0])
     return _Prefilter(literals[0], tuple(literals[1:]), literals[placed], options[placed].before,
-                      matches_with_digits_zeroed(pattern))
+                      matches_with_digits_zeroed(pattern), {})
 
 
-class _Chunk:
-    """A chunk's text, its line shapes, and the lines where each literal occurs (looked up
-    once, whichever patterns need them)."""
+class _Shapes:
+    """Distinct line shapes (lines with every digit made 0), one a line."""
 
-    def __init__(self, text: str) -> None:
-        self.text = text
-        zeroed = text.encode("utf-8", errors="surrogatepass").translate(_ZERO_BYTES)
-        self.shapes = b"\n".join(set(zeroed.split(b"\n"))).decode("utf-8",
-                                                                 errors="surrogatepass")
-        self._lines: dict[_Literal, list[tuple[int, int]]] = {}
-        self._variants: dict[_Literal, tuple[str, ...] | None] = {}
+    def __init__(self, shapes: str) -> None:
+        self.shapes = shapes
 
     @cached_property
     def folded_shapes(self) -> str:
@@ -117,6 +114,16 @@ class _Chunk:
     def may_hold(self, shape: str, caseless: bool) -> bool:
         """Whether a literal of this shape may occur in the text (False: it does not)."""
         return shape in (self.folded_shapes if caseless else self.shapes)
+
+    def holding(self, shape: str, caseless: bool) -> set[str]:
+        """The line shapes holding a literal of this shape."""
+        shapes, found = self.folded_shapes if caseless else self.shapes, set()
+        at = shapes.find(shape)
+        while at >= 0:
+            start, end = self.shapes.rfind("\n", 0, at) + 1, self.shapes.find("\n", at)
+            found.add(self.shapes[start:end if end >= 0 else len(self.shapes)])
+            at = shapes.find(shape, at + 1)
+        return found
 
     def shapes_with(self, anchor: str, caseless: bool) -> str:
         """The line shapes holding `anchor` (folded when `caseless`), for testing the literals
@@ -132,6 +139,19 @@ class _Chunk:
             found.append(shapes[start:end])
             at = shapes.find(anchor, end)
         return "\n".join(found)
+
+
+class _Chunk(_Shapes):
+    """A chunk's text, its line shapes, and the lines where each literal occurs (looked up
+    once, whichever patterns need them)."""
+
+    def __init__(self, text: str) -> None:
+        zeroed = text.encode("utf-8", errors="surrogatepass").translate(_ZERO_BYTES)
+        super().__init__(b"\n".join(set(zeroed.split(b"\n"))).decode("utf-8",
+                                                                    errors="surrogatepass"))
+        self.text = text
+        self._lines: dict[_Literal, list[tuple[int, int]]] = {}
+        self._variants: dict[_Literal, tuple[str, ...] | None] = {}
 
     def variants(self, literal: _Literal) -> tuple[str, ...] | None:
         """How `literal` is written in the text: as it is, or for a caseless one each way the
@@ -235,7 +255,7 @@ class _Chunk:
         it does not, and a match in a line means one in its shape, no line matches)."""
         if not prefilter.by_shape:
             return True
-        shapes, seen = self.shapes, set()
+        shapes, tried = self.shapes, prefilter.tried_shapes
         for literal in prefilter.found:
             variants = self.variants(literal)
             if variants is None:
@@ -244,11 +264,15 @@ class _Chunk:
                 at = shapes.find(variant)
                 while at >= 0:
                     start, end = shapes.rfind("\n", 0, at) + 1, shapes.find("\n", at)
-                    end = end if end >= 0 else len(shapes)
-                    if start not in seen and self._matches(prefilter, regex, shapes[start:end]):
+                    shape = shapes[start:end if end >= 0 else len(shapes)]
+                    matched = tried.get(shape)
+                    if matched is None:
+                        matched = self._matches(prefilter, regex, shape)
+                        if len(tried) < MAX_KNOWN_SHAPES:
+                            tried[shape] = matched
+                    if matched:
                         return True
-                    seen.add(start)
-                    at = shapes.find(variant, end)
+                    at = shapes.find(variant, start + len(shape))
         return False
 
     def matching_lines(self, prefilter: _Prefilter,
@@ -351,6 +375,7 @@ class Matcher:
     def __init__(self, catalogue: Catalogue, caseless: bool = False) -> None:
         self.catalogue = catalogue
         self._caseless: Matcher | None = None
+        self._held: dict[str, frozenset[_Literal]] = {}  # the literals each shape seen holds
         launcher = ((LAUNCHER, Fingerprint(name, pattern, 1.0)) for name, pattern in PATTERNS)
         rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
         if caseless:
@@ -390,15 +415,42 @@ class Matcher:
         return _Index([p for p in self.patterns if p.prefilter is None], by_literal, groups,
                       singles)
 
-    def _candidates(self, chunk: _Chunk) -> list[_Pattern]:
-        """The patterns with a literal the chunk's line shapes hold."""
+    def _present(self, shapes: _Shapes) -> set[_Literal]:
+        """The literals some of these line shapes hold."""
         index = self._index
-        present = [lit for lit in index.singles if chunk.may_hold(lit.shape, lit.caseless)]
+        present = {lit for lit in index.singles if shapes.may_hold(lit.shape, lit.caseless)}
         for anchor, caseless, literals in index.groups:
-            if chunk.may_hold(anchor, caseless):
-                within = chunk.shapes_with(anchor, caseless)
-                present.extend(lit for lit in literals if lit.shape in within)
-        return list({id(p): p for lit in present for p in index.by_literal[lit]}.values())
+            if shapes.may_hold(anchor, caseless):
+                within = shapes.shapes_with(anchor, caseless)
+                present.update(lit for lit in literals if lit.shape in within)
+        return present
+
+    def _candidates(self, chunk: _Chunk) -> list[_Pattern]:
+        """The patterns with a literal the chunk's line shapes hold.
+
+        Which literals a shape holds is kept for the next chunks: the chunks of one log share
+        most of their shapes, and only new ones are tested (up to MAX_KNOWN_SHAPES of them).
+        """
+        held, new = self._held, []
+        present: set[_Literal] = set()
+        for shape in chunk.shapes.split("\n"):
+            known = held.get(shape)
+            if known is None:
+                new.append(shape)
+            elif known:
+                present |= known
+        if new:
+            fresh = _Shapes("\n".join(new))
+            found = self._present(fresh)
+            present |= found
+            if len(held) + len(new) <= MAX_KNOWN_SHAPES:
+                holds: dict[str, set[_Literal]] = {shape: set() for shape in new}
+                for literal in found:
+                    for shape in fresh.holding(literal.shape, literal.caseless):
+                        holds[shape].add(literal)
+                held.update((shape, frozenset(literals)) for shape, literals in holds.items())
+        by_literal = self._index.by_literal
+        return list({id(p): p for lit in present for p in by_literal[lit]}.values())
 
     def _scan(self, chunk: _Chunk) -> Iterator[tuple[int, Hit]]:
         text = chunk.text
