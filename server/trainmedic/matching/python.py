@@ -68,22 +68,31 @@ class _Literal:
 
 MAX_STARTS = 8  # a pattern that can start more places before its literal is searched for
 MAX_ANCHORED = 64  # shapes holding an anchor beyond which its literals are tested on all
-MAX_KNOWN_SHAPES = 1 << 14
+# What is kept of the shapes seen: how many, how long each, how many literals each holds.
+MAX_KNOWN_SHAPES = 1 << 13
+MAX_KNOWN_SHAPE_CHARS = 1 << 10
+MAX_KNOWN_LITERALS = 8
+
+
+class _Known(NamedTuple):
+    """What is known of a line shape seen before: the literals it holds, and whether each
+    digit-blind pattern tried on it matched it (by its regex)."""
+
+    literals: frozenset[_Literal]
+    matched: dict[re.Pattern[str], bool]
 
 
 class _Prefilter(NamedTuple):
     """What a pattern's matches need: a line holding one of `found` (its best required
     literals) and one of each of `needed` (its others); they start `before` characters
     before an occurrence of one of `placed` (those that fix where a match starts best).
-    `by_shape`: a line it matches has a shape it matches; `tried_shapes`: whether it matched
-    each shape tried (the chunks of one log share most of their shapes)."""
+    `by_shape`: a line it matches has a shape it matches."""
 
     found: tuple[_Literal, ...]
     needed: tuple[tuple[_Literal, ...], ...]
     placed: tuple[_Literal, ...]
     before: tuple[int, int]
     by_shape: bool
-    tried_shapes: dict[str, bool]
 
 
 def _prefilter(pattern: str, ignore_case: bool) -> _Prefilter | None:
@@ -98,7 +107,7 @@ def _prefilter(pattern: str, ignore_case: bool) -> _Prefilter | None:
     placed = min(range(len(options)),
                  key=lambda i: options[i].before[1] - options[i].before[0])
     return _Prefilter(literals[0], tuple(literals[1:]), literals[placed], options[placed].before,
-                      matches_with_digits_zeroed(pattern), {})
+                      matches_with_digits_zeroed(pattern))
 
 
 class _Shapes:
@@ -145,11 +154,12 @@ class _Chunk(_Shapes):
     """A chunk's text, its line shapes, and the lines where each literal occurs (looked up
     once, whichever patterns need them)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, known: dict[str, _Known]) -> None:
         zeroed = text.encode("utf-8", errors="surrogatepass").translate(_ZERO_BYTES)
         super().__init__(b"\n".join(set(zeroed.split(b"\n"))).decode("utf-8",
                                                                     errors="surrogatepass"))
         self.text = text
+        self.known = known  # the shapes seen in chunks before, shared with them
         self._lines: dict[_Literal, list[tuple[int, int]]] = {}
         self._variants: dict[_Literal, tuple[str, ...] | None] = {}
 
@@ -255,7 +265,7 @@ class _Chunk(_Shapes):
         it does not, and a match in a line means one in its shape, no line matches)."""
         if not prefilter.by_shape:
             return True
-        shapes, tried = self.shapes, prefilter.tried_shapes
+        shapes = self.shapes
         for literal in prefilter.found:
             variants = self.variants(literal)
             if variants is None:
@@ -265,11 +275,12 @@ class _Chunk(_Shapes):
                 while at >= 0:
                     start, end = shapes.rfind("\n", 0, at) + 1, shapes.find("\n", at)
                     shape = shapes[start:end if end >= 0 else len(shapes)]
-                    matched = tried.get(shape)
+                    known = self.known.get(shape)
+                    matched = None if known is None else known.matched.get(regex)
                     if matched is None:
                         matched = self._matches(prefilter, regex, shape)
-                        if len(tried) < MAX_KNOWN_SHAPES:
-                            tried[shape] = matched
+                        if known is not None:
+                            known.matched[regex] = matched
                     if matched:
                         return True
                     at = shapes.find(variant, start + len(shape))
@@ -375,7 +386,7 @@ class Matcher:
     def __init__(self, catalogue: Catalogue, caseless: bool = False) -> None:
         self.catalogue = catalogue
         self._caseless: Matcher | None = None
-        self._held: dict[str, frozenset[_Literal]] = {}  # the literals each shape seen holds
+        self._known: dict[str, _Known] = {}
         launcher = ((LAUNCHER, Fingerprint(name, pattern, 1.0)) for name, pattern in PATTERNS)
         rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
         if caseless:
@@ -431,24 +442,27 @@ class Matcher:
         Which literals a shape holds is kept for the next chunks: the chunks of one log share
         most of their shapes, and only new ones are tested (up to MAX_KNOWN_SHAPES of them).
         """
-        held, new = self._held, []
+        known_shapes, new = chunk.known, []
         present: set[_Literal] = set()
         for shape in chunk.shapes.split("\n"):
-            known = held.get(shape)
+            known = known_shapes.get(shape)
             if known is None:
                 new.append(shape)
-            elif known:
-                present |= known
+            else:
+                present |= known.literals
         if new:
             fresh = _Shapes("\n".join(new))
             found = self._present(fresh)
             present |= found
-            if len(held) + len(new) <= MAX_KNOWN_SHAPES:
+            if len(known_shapes) + len(new) <= MAX_KNOWN_SHAPES:
                 holds: dict[str, set[_Literal]] = {shape: set() for shape in new}
                 for literal in found:
                     for shape in fresh.holding(literal.shape, literal.caseless):
                         holds[shape].add(literal)
-                held.update((shape, frozenset(literals)) for shape, literals in holds.items())
+                known_shapes.update(
+                    (shape, _Known(frozenset(literals), {})) for shape, literals in holds.items()
+                    if len(shape) <= MAX_KNOWN_SHAPE_CHARS
+                    and len(literals) <= MAX_KNOWN_LITERALS)
         by_literal = self._index.by_literal
         return list({id(p): p for lit in present for p in by_literal[lit]}.values())
 
@@ -464,11 +478,11 @@ class Matcher:
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
         """(offset, hit) for every match in `text`, in no particular order."""
-        return self._scan(_Chunk(text))
+        return self._scan(_Chunk(text, self._known))
 
     def signals(self, text: str) -> frozenset[str]:
         """Which of the metric sampler's SIGNALS (and rules' metric patterns) `text` holds."""
-        return self._signals_in(_Chunk(text))[0]
+        return self._signals_in(_Chunk(text, self._known))[0]
 
     def marks(self, text: str) -> list[int]:
         """Where the lines that open a traceback, or chain one to the next, start."""
@@ -482,7 +496,7 @@ class Matcher:
 
     def find(self, text: str) -> Found:
         """Everything the scan of a chunk looks for (a native backend finds it in one pass)."""
-        chunk = _Chunk(text)
+        chunk = _Chunk(text, self._known)
         signals, metric_lines = self._signals_in(chunk)
         return Found(list(self._scan(chunk)), signals, self.marks(text), metric_lines)
 
