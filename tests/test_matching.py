@@ -134,3 +134,24 @@ def test_a_pattern_blind_to_digit_values_is_told_apart_from_one_that_is_not() ->
         assert matches_with_digits_zeroed(blind), blind
     for telling in [r"[1-9]", r"code 137", r"[^0]", r"(?!0)\d", r"(?![0-3])", r"(a)\1"]:
         assert not matches_with_digits_zeroed(telling), telling
+
+
+def test_what_the_matcher_keeps_of_one_chunk_hides_nothing_in_the_next() -> None:
+    """The next chunk has the same line shapes; only a digit tells its line apart."""
+    pattern = r"number of nan iterations:\s{1,8}(?P<nan_iters>0{0,8}[1-9]\d{0,8})"
+    matcher = _matcher(pattern)
+    quiet = "\n".join([MEGATRON.format(nan=0)] * 3) + "\n"
+    loud = quiet + MEGATRON.format(nan=3) + "\n"
+    assert _offsets(matcher, quiet) == []
+    assert _offsets(matcher, loud) == [loud.rindex("number of nan iterations")]
+    blind = _matcher(r"\blm loss: nan\b")
+    assert _offsets(blind, quiet) == []
+    nan = quiet.replace("lm loss: 2.667779E+00", "lm loss: nan", 1)
+    assert _offsets(blind, nan) == [nan.index("lm loss")]
+
+
+def test_a_pattern_ignoring_case_inline_has_caseless_literals() -> None:
+    (requeue,) = required_literals("(?i)handling auto-requeue signal")
+    assert requeue.caseless
+    text = "step 1\n" + REQUEUE + "\n"
+    assert _offsets(_matcher("(?i)handling auto-requeue signal"), text) == [7]

@@ -1,10 +1,12 @@
 """Fingerprints → hits: the pure-Python matcher backend.
 
 A pattern is matched line by line, as the native backend does, and only on the lines that hold
-one of its required literals. Which literals a chunk holds at all is asked of its line shapes:
-its distinct lines with every digit made 0. Metric lines differ mostly in their numbers, so a
-megabyte of them has a few dozen kilobytes of shapes, and the few dozen substring tests that
-rule most patterns out run over that instead of the whole chunk.
+its required literals, tried only where a match can start before one. Which literals a chunk
+holds at all is asked of its line shapes: its distinct lines with every digit made 0. Metric
+lines differ mostly in their numbers, so a megabyte of them has a few dozen kilobytes of shapes
+(and the next chunk mostly the same ones, which are remembered): the substring tests that rule
+most patterns out run over those, and a pattern blind to digit values that matches none of the
+shapes holding its literal matches no line.
 """
 
 from __future__ import annotations
@@ -376,9 +378,9 @@ class _Signal(NamedTuple):
 class Matcher:
     """Every fingerprint of a catalogue, scanned over a chunk of text (pure-Python backend).
 
-    A pattern runs only on the lines that contain one of its required literals; literals are
-    tested through shared anchors on the chunk's line shapes, so most chunks of a healthy log
-    run almost no regex.
+    A pattern runs only on the lines that contain its required literals; literals are tested
+    through shared anchors on the chunk's line shapes, so most chunks of a healthy log run
+    almost no regex. What it learns of shapes is kept (bounded) for the chunks after.
     """
 
     name = "python-re"
@@ -440,7 +442,7 @@ class Matcher:
         """The patterns with a literal the chunk's line shapes hold.
 
         Which literals a shape holds is kept for the next chunks: the chunks of one log share
-        most of their shapes, and only new ones are tested (up to MAX_KNOWN_SHAPES of them).
+        most of their shapes, and only new ones are tested.
         """
         known_shapes, new = chunk.known, []
         present: set[_Literal] = set()
@@ -454,7 +456,9 @@ class Matcher:
             fresh = _Shapes("\n".join(new))
             found = self._present(fresh)
             present |= found
-            if len(known_shapes) + len(new) <= MAX_KNOWN_SHAPES:
+            if len(new) <= MAX_KNOWN_SHAPES // 2:  # else: lines alike in no way worth keeping
+                if len(known_shapes) + len(new) > MAX_KNOWN_SHAPES:
+                    known_shapes.clear()  # another log, perhaps: start again
                 holds: dict[str, set[_Literal]] = {shape: set() for shape in new}
                 for literal in found:
                     for shape in fresh.holding(literal.shape, literal.caseless):
