@@ -15,6 +15,10 @@ making a scan linear in the length of the text:
   MAX_SPLITS (`\d{1,6}[-,\d]{0,300}`, `Tried to allocate .{0,1500}?\d{1,9}`, not
   `a{0,100}a{0,100}`);
 - a leading repetition of at most LEADING_REPEAT_MAX.
+
+The same reading of a pattern tells the pure-Python matcher what lets it skip text: the
+literals every match contains and how far before them a match starts (`required_literals`),
+and whether a match survives every digit made 0 (`matches_with_digits_zeroed`).
 """
 
 from __future__ import annotations
