@@ -36,6 +36,19 @@ def test_backends_agree(path: Path) -> None:
 
 
 @pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+def test_backends_find_the_same_hits_signals_and_lines_in_every_corpus_log() -> None:
+    """What each finds in a chunk, offsets included, and not only the diagnoses built on it.
+    One matcher of each for all logs: the pure one keeps what it learnt of earlier chunks."""
+    python, native = (matcher_for(CATALOGUE, backend) for backend in ("python", "hyperscan"))
+    for path in LOGS:
+        text = path.read_text("utf-8", errors="surrogateescape")
+        pure, fast_found = python.find(text), native.find(text)
+        assert sorted(map(repr, pure.hits)) == sorted(map(repr, fast_found.hits)), path
+        assert (pure.signals, pure.marks, pure.metric_lines) == \
+            (fast_found.signals, fast_found.marks, fast_found.metric_lines), path
+
+
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
 def test_one_hyperscan_matcher_scans_in_several_threads_at_once() -> None:
     """The language server shares one matcher between its event loop and worker threads."""
     matcher = matcher_for(CATALOGUE, "hyperscan")

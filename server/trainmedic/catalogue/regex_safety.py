@@ -15,12 +15,17 @@ making a scan linear in the length of the text:
   MAX_SPLITS (`\d{1,6}[-,\d]{0,300}`, `Tried to allocate .{0,1500}?\d{1,9}`, not
   `a{0,100}a{0,100}`);
 - a leading repetition of at most LEADING_REPEAT_MAX.
+
+The same reading of a pattern tells the pure-Python matcher what lets it skip text: the
+literals every match contains and how far before them a match starts (`required_literals`),
+and whether a match survives every digit made 0 (`matches_with_digits_zeroed`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def _module(modern: str, legacy: str) -> Any:
@@ -334,43 +339,147 @@ def check_pattern(pattern: str) -> str | None:
     return problem
 
 
-def _longest_literal(items: Any) -> str:
-    best, run = "", []
-    for op, arg in [*items, (None, None)]:
+@functools.lru_cache(maxsize=4096)
+def _parsed(pattern: str) -> Any:
+    """The parsed pattern, for the analyses below (the pure matcher asks several of each)."""
+    return _p.parse(pattern)
+
+
+class Literals(NamedTuple):
+    """Strings one of which every match of a pattern contains; in any case when `caseless`.
+    `before`: the fewest and the most characters a match can have before the one it contains
+    (so a match can start only that far before an occurrence)."""
+
+    texts: tuple[str, ...]
+    caseless: bool
+    before: tuple[int, int]
+
+
+MIN_LITERAL = 3  # shorter literals are in nearly every text: no use as a prefilter
+
+
+def _caseless_in(item_flags: tuple[int, int], caseless: bool) -> bool:
+    """Whether a group with these (added, removed) inline flags matches blind to case."""
+    added, removed = item_flags
+    return (caseless or bool(added & _c.SRE_FLAG_IGNORECASE)) and \
+        not removed & _c.SRE_FLAG_IGNORECASE
+
+
+def _after(prefix: tuple[int, int], found: list[Literals]) -> list[Literals]:
+    """`found`, a part's literals, with what comes before that part added to `before`."""
+    return [f._replace(before=(prefix[0] + f.before[0], prefix[1] + f.before[1]))
+            for f in found]
+
+
+def _required(items: Any, caseless: bool) -> list[Literals]:
+    """The sets of literals one of each of which every match of `items` contains: runs of
+    literal characters, and what groups, alternations of such sets and repetitions of at
+    least once require; best first (the longest shortest literal, then the fewest)."""
+    items = list(items)
+    options: list[Literals] = []
+    run: list[str] = []
+    run_start = 0
+    for index, (op, arg) in enumerate([*items, (None, None)]):
+        if op is _c.AT:
+            continue  # anchors match no text
         if op is _c.LITERAL:
             run.append(chr(arg))
             continue
-        if op is _c.SUBPATTERN and arg[1] == 0 and arg[2] == 0 and \
+        if op is _c.SUBPATTERN and arg[1:3] == (0, 0) and \
                 all(o is _c.LITERAL for o, _ in arg[-1]):
             run.extend(chr(a) for _, a in arg[-1])
             continue
-        if op is _c.AT:
-            continue
-        text = "".join(run)
-        best = text if len(text) > len(best) else best
-        run = []
-        if op is _c.SUBPATTERN and arg[1] == 0 and arg[2] == 0:
-            inner = _longest_literal(arg[-1])
-            best = inner if len(inner) > len(best) else best
-    return best
+        if run:
+            options.append(Literals(("".join(run),), caseless, _width(items[:run_start])))
+            run = []
+        run_start = index + 1
+        if op is None:
+            break
+        prefix = _width(items[:index])
+        if op is _c.SUBPATTERN:
+            options += _after(prefix, _required(arg[-1], _caseless_in(arg[1:3], caseless)))
+        elif op is _c.BRANCH:
+            branches = [_required(branch, caseless) for branch in arg[1]]
+            if all(branches):
+                known = [b[0] for b in branches]
+                options.append(Literals(
+                    tuple(t for b in known for t in b.texts), any(b.caseless for b in known),
+                    (prefix[0] + min(b.before[0] for b in known),
+                     prefix[1] + max(b.before[1] for b in known))))
+        elif op in _REPEATS and arg[0] >= 1:
+            reach = _width(items[index:index + 1])[1]  # in any of the repetitions
+            options += [f._replace(before=(prefix[0] + f.before[0], prefix[1] + reach))
+                        for f in _required(arg[2], caseless)]
+    options = [o for o in options if min(map(len, o.texts)) >= MIN_LITERAL]
+    return sorted(options, key=lambda o: (-min(map(len, o.texts)), len(o.texts)))
 
 
-def required_literals(pattern: str, ignore_case: bool = False) -> tuple[str, ...] | None:
-    """Literals one of which every match contains, for a cheap `in` prefilter; None if none.
-
-    A plain sequence gives its longest literal; a top-level alternation gives one per branch.
-    """
-    if ignore_case:
-        return None
+def required_literals(pattern: str, ignore_case: bool = False) -> list[Literals]:
+    """Sets of literals one of each of which every match contains, for cheap substring
+    prefilters, best first; none when none is known. Caseless where the pattern, or the group
+    they come from, ignores case."""
     try:
-        parsed = list(_p.parse(pattern))
+        parsed = _parsed(pattern)
     except Exception:
-        return None
-    parsed = [node for node in parsed if node[0] is not _c.AT]  # anchors match no text
-    while len(parsed) == 1 and parsed[0][0] is _c.SUBPATTERN and parsed[0][1][1:3] == (0, 0):
-        parsed = [node for node in parsed[0][1][-1] if node[0] is not _c.AT]
-    if len(parsed) == 1 and parsed[0][0] is _c.BRANCH:
-        branches = [_longest_literal(branch) for branch in parsed[0][1][1]]
-        return tuple(branches) if all(len(b) >= 3 for b in branches) else None
-    best = _longest_literal(parsed)
-    return (best,) if len(best) >= 3 else None
+        return []
+    return _required(parsed, ignore_case or bool(parsed.state.flags & _c.SRE_FLAG_IGNORECASE))
+
+
+_ZERO = ord("0")
+_DIGITS = frozenset(range(_ZERO, _ZERO + 10))
+
+
+def _digits_in(items: Any) -> frozenset[int] | None:
+    """Which digits a character class (IN's items) matches; None when it cannot tell."""
+    negate, found = False, set()
+    for op, arg in items:
+        if op is _c.NEGATE:
+            negate = True
+        elif op is _c.LITERAL:
+            found.add(arg)
+        elif op is _c.RANGE:
+            found.update(range(arg[0], arg[1] + 1))
+        elif op is _c.CATEGORY:
+            found.update(_category(str(arg)))
+        else:
+            return None
+    return _DIGITS - found if negate else _DIGITS & found
+
+
+def _zero_safe(items: Any, reversed_: bool) -> bool:
+    """Whether each character test in `items` passed by a digit is passed by 0 too (or, when
+    `reversed_`, inside a negative lookaround: passed by every digit if by 0)."""
+    for op, arg in items:
+        if op is _c.LITERAL or op is _c.NOT_LITERAL:  # one digit, or all but one
+            if arg in _DIGITS and (reversed_ == (arg == _ZERO)) != (op is _c.NOT_LITERAL):
+                return False
+        elif op is _c.IN:
+            digits = _digits_in(arg)
+            if digits is None or (digits and (len(digits) < 10 if reversed_ and _ZERO in digits
+                                              else not reversed_ and _ZERO not in digits)):
+                return False
+        elif op in _REPEATS:
+            if not _zero_safe(arg[2], reversed_):
+                return False
+        elif op is _c.SUBPATTERN:
+            if not _zero_safe(arg[-1], reversed_):
+                return False
+        elif op is _c.BRANCH:
+            if not all(_zero_safe(branch, reversed_) for branch in arg[1]):
+                return False
+        elif op in (_c.ASSERT, _c.ASSERT_NOT):
+            if not _zero_safe(arg[1], reversed_ != (op is _c.ASSERT_NOT)):
+                return False
+        elif op not in (_c.AT, _c.ANY):
+            return False  # a backreference, or anything else: assume it tells digits apart
+    return True
+
+
+def matches_with_digits_zeroed(pattern: str) -> bool:
+    """Whether wherever `pattern` matches a line, it matches that line with each digit made 0
+    too: it tells no digit from 0 that 0 would fail (`\\d`, `0`, `[0-9]`, not `[1-9]`), so a
+    line's digit-free shape can rule it out."""
+    try:
+        return _zero_safe(_parsed(pattern), False)
+    except Exception:
+        return False
