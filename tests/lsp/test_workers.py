@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from lsp_helpers import process_runs
 
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
@@ -52,20 +53,8 @@ def answer(log: Path, workers: Workers | None = None) -> dict[str, object]:
                                 submit=workers.submitter(CATALOGUE)), CATALOGUE)
 
 
-def status(pid: int) -> list[str]:
-    """The fields of /proc/PID/stat after the name: state, parent..."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
 def parent(pid: int) -> int:
-    return int(status(pid)[1])
-
-
-def running(pid: int) -> bool:
-    try:
-        return status(pid)[0] != "Z"  # a zombie has exited; only its parent has not waited
-    except OSError:
-        return False
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def test_workers_give_the_answer_of_one_process_and_are_kept(big_log: Path,
@@ -129,11 +118,11 @@ def test_workers_exit_when_their_server_is_killed(big_log: Path) -> None:
     assert server.stdout is not None
     pids = [int(pid) for pid in server.stdout.readline().split()]
     assert len(pids) == 2
-    assert all(running(pid) for pid in pids)
+    assert all(process_runs(pid) for pid in pids)
 
     server.kill()
     server.wait()
     deadline = time.monotonic() + 10
-    while any(running(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(process_runs(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not [pid for pid in pids if running(pid)]
+    assert not [pid for pid in pids if process_runs(pid)]
