@@ -15,7 +15,9 @@ Install ripgrep with `apt-get install ripgrep` to get its column.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -28,12 +30,10 @@ from trainmedic.events.parallel import cores
 from trainmedic.matching import hyperscan as fast
 
 HERE = Path(__file__).resolve().parent
-MEASURE = """
-import os, subprocess, sys, threading, time
 
-def tree_memory(root):
-    # Memory of `root` and every process under it, in KiB, from /proc: proportional set size,
-    # so pages that forked workers share with their parent count once, not once per process.
+
+def process_tree(root: int) -> set[int]:
+    """`root` and every process under it, from /proc."""
     parents = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -46,15 +46,28 @@ def tree_memory(root):
     while grew:
         grown = tree | {pid for pid, parent in parents.items() if parent in tree}
         grew, tree = grown != tree, grown
+    return tree
+
+
+def tree_memory(root: int) -> int:
+    """Memory of `root` and every process under it, in KiB: proportional set size, so pages
+    that forked workers share with their parent count once, not once per process."""
     total = 0
-    for pid in tree:
+    for pid in process_tree(root):
         try:
             with open(f"/proc/{pid}/smaps_rollup") as f:
-                total += next(int(l.split()[1]) for l in f if l.startswith("Pss:"))
+                total += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
         except (OSError, StopIteration):
             continue
     return total
 
+
+# Run as its own process, so that the measuring costs the measured command nothing.
+MEASURE = f"""
+import os, subprocess, sys, threading, time
+
+{inspect.getsource(process_tree)}
+{inspect.getsource(tree_memory)}
 start = time.perf_counter()
 with open(sys.argv[1], "wb") as sink:
     child = subprocess.Popen(sys.argv[2:], stdout=sink, stderr=subprocess.DEVNULL)

@@ -74,3 +74,11 @@ def errors(diagnostics: list[types.Diagnostic]) -> list[types.Diagnostic]:
 
 def logged(client: LanguageClient, text: str) -> list[str]:
     return [m.message for m in client.log_messages if text in m.message]
+
+
+def process_runs(pid: int) -> bool:
+    """Whether process `pid` runs (from /proc: a zombie has exited, only not been waited for)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

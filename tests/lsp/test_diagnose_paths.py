@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_helpers import FIXTURES, eventually, execute, large_log, logged, read
+from lsp_helpers import FIXTURES, eventually, execute, large_log, logged, process_runs, read
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequestCancelled
 from pytest_lsp import LanguageClient
+
+from trainmedic.events.parallel import cores
 
 # torchrun-raise.log (4 ranks, rank 1 fed a wrong-shaped batch) split into one file per rank
 # with the `[rankN]:` prefixes taken off, and the launcher's own lines in launcher.log: the
@@ -23,10 +27,11 @@ PER_RANK = FIXTURES.parent / "per-rank-files"
 SIXTY_MB = 60_000_000
 
 
-def cli(*paths: Path) -> dict[str, Any]:
+def cli(*paths: Path, options: tuple[str, ...] = ()) -> dict[str, Any]:
     """What `trainmedic diagnose --format json` answers for the same paths."""
     done = subprocess.run([sys.executable, "-m", "trainmedic", "diagnose", "--format", "json",
-                           *map(str, paths)], capture_output=True, text=True, check=True)
+                           *options, *map(str, paths)], capture_output=True, text=True,
+                          check=True)
     answer: dict[str, Any] = json.loads(done.stdout)
     return answer
 
@@ -119,6 +124,88 @@ async def test_cancelling_a_diagnosis_of_paths_stops_it(client: LanguageClient,
     with pytest.raises(JsonRpcRequestCancelled):
         await running
     await eventually(lambda: bool(logged(client, "trainmedic.diagnose cancelled")))
+
+
+def workers_of(server_command: str) -> list[int]:
+    """The worker processes of this test's server: the children of its fork server."""
+    commands, parents = {}, {}
+    for entry in Path("/proc").iterdir():
+        try:
+            pid, stat = int(entry.name), (entry / "stat").read_text()
+            commands[pid] = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except (ValueError, OSError):
+            continue
+        parents[pid] = int(stat.rsplit(")", 1)[1].split()[1])
+    servers = {pid for pid, command in commands.items()
+               if parents.get(pid) == os.getpid() and server_command.encode() in command}
+    fork_servers = {pid for pid, parent in parents.items()
+                    if parent in servers and b"forkserver" in commands[pid]}
+    return [pid for pid, parent in parents.items() if parent in fork_servers]
+
+
+def percentages(client: LanguageClient) -> list[int]:
+    return [r.percentage or 0 for rs in client.progress_reports.values() for r in rs
+            if isinstance(r, types.WorkDoneProgressReport)]
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(cores() < 2 or not sys.platform.startswith("linux"),
+                    reason="worker processes need two cores; found in /proc")
+async def test_big_logs_read_by_kept_worker_processes_get_the_answer_of_one_process(
+        client: LanguageClient, tmp_path: Path) -> None:
+    big = sixty_mb_log(tmp_path)
+    alone = cli(big, options=("--jobs", "1"))
+    copies = [big, tmp_path / "copy1.log", tmp_path / "copy2.log"]  # a longer job to cancel
+    for copy in copies[1:]:
+        os.link(big, copy)
+
+    first = await execute(client, "trainmedic.diagnose", {"paths": [str(big)]})
+    reported = len(percentages(client))
+    params = types.ExecuteCommandParams(command="trainmedic.diagnose",
+                                        arguments=[{"paths": list(map(str, copies))}])
+    running = asyncio.ensure_future(client.protocol.send_request_async(
+        types.WORKSPACE_EXECUTE_COMMAND, params, msg_id="three-copies"))
+    await eventually(lambda: any(0 < p < 100 for p in percentages(client)[reported:]))
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="three-copies"))
+    with pytest.raises(JsonRpcRequestCancelled):
+        await running
+    again = await execute(client, "trainmedic.diagnose", {"paths": [str(big)]})
+
+    for result in (first, again):
+        assert {k: v for k, v in result.items() if k not in ("markdown", "warnings")} == alone
+    assert len(logged(client, "worker processes")) == 1  # started once, kept for each job
+    workers = workers_of("trainmedic lsp")
+    assert len(workers) == cores()
+    await client.shutdown_session()
+    await eventually(lambda: not any(map(process_runs, workers)))  # gone with the server
+
+
+@pytest.mark.asyncio
+@pytest.mark.skipif(cores() < 2 or not sys.platform.startswith("linux"),
+                    reason="worker processes need two cores; found in /proc")
+async def test_a_worker_that_dies_is_one_clear_error_and_the_next_job_gets_new_ones(
+        client: LanguageClient, tmp_path: Path) -> None:
+    big = sixty_mb_log(tmp_path)
+    copies = [big, tmp_path / "copy1.log", tmp_path / "copy2.log"]
+    for copy in copies[1:]:
+        os.link(big, copy)
+    running = asyncio.ensure_future(execute(client, "trainmedic.diagnose",
+                                            {"paths": list(map(str, copies))}))
+    await eventually(lambda: any(0 < p < 100 for p in percentages(client)))
+    killed = workers_of("trainmedic lsp")
+    assert killed
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)  # as the system's out-of-memory killer would
+
+    with pytest.raises(JsonRpcException) as refused:
+        await running
+    assert refused.value.message == \
+        "a worker process died reading the logs, perhaps out of memory; not diagnosed"
+    assert refused.value.code == types.LSPErrorCodes.RequestFailed
+    assert not logged(client, "Traceback")
+    result = await execute(client, "trainmedic.diagnose", {"paths": [str(big)]})
+    assert result["diagnoses"][0]["rule_id"] == "amp-loss-scale"
+    assert not set(killed) & set(workers_of("trainmedic lsp"))
 
 
 @pytest.mark.asyncio

@@ -26,7 +26,7 @@ from trainmedic.diagnosis.unexplained import (
     unexplained_failures,
 )
 from trainmedic.events.extract import EventExtractor
-from trainmedic.events.parallel import scans
+from trainmedic.events.parallel import Submit, scans
 from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
 from trainmedic.logs.formats import Source
 from trainmedic.logs.launcher import LAUNCHER, REPEATED, LauncherReport, read_report
@@ -392,11 +392,13 @@ class Diagnoser:
 
 def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
              matcher: Matcher | None = None, jobs: int = 1,
-             progress: Callable[[int], None] | None = None) -> Diagnosis:
-    """Read every input once and diagnose them together as one run, in `jobs` processes;
-    `progress` hears how many bytes are done."""
+             progress: Callable[[int], None] | None = None,
+             submit: Submit | None = None) -> Diagnosis:
+    """Read every input once and diagnose them together as one run, in `jobs` processes
+    (kept by the caller when it gives `submit`, see `scans`); `progress` hears how many bytes
+    are done."""
     diagnoser = Diagnoser(catalogue, matcher, progress)
-    for item in scans(diagnoser.scanner, inputs, jobs):
+    for item in scans(diagnoser.scanner, inputs, jobs, submit):
         diagnoser.feed(item)
     return diagnoser.diagnosis()
 

@@ -12,7 +12,7 @@ import os
 import signal
 import stat
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
@@ -27,6 +27,10 @@ PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over cost
 PARALLEL_MIN_BYTES = 32 * CHUNK_BYTES  # below this, starting workers costs more than it saves
 TASKS_PER_WORKER = 4  # queued ahead, so no worker waits and memory stays bounded
 
+# Hands a piece of a file (path, first chunk, stop chunk or None for the end) to a worker.
+Submit = Callable[[str, int, int | None], "Future[list[ChunkScan]]"]
+
+
 class WorkerError(Exception):
     """A worker process died (the system may have run out of memory); `str()` says so."""
 
@@ -39,12 +43,16 @@ def _start_worker(scanner: Scanner) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
-def _scan_piece(path: str, first: int, stop: int | None) -> list[ChunkScan]:
-    scanner = _worker["scanner"]
+def scan_piece(scanner: Scanner, path: str, first: int, stop: int | None) -> list[ChunkScan]:
+    """The scans of chunks `first` to `stop` of the file at `path`; `InputError` if unreadable."""
     try:
         return [scanner.scan(chunk, keep_head=False) for chunk in read_part(path, first, stop)]
     except OSError as error:
         raise InputError(f"{path}: {error.strerror or error}") from None
+
+
+def _scan_piece(path: str, first: int, stop: int | None) -> list[ChunkScan]:
+    return scan_piece(_worker["scanner"], path, first, stop)
 
 
 def cores() -> int:
@@ -73,12 +81,14 @@ def _plain_file_size(path: str, stream: BinaryIO) -> int | None:
     return status.st_size
 
 
-def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]],
-          jobs: int = 1) -> Iterator[SourceStart | ChunkScan]:
+def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 1,
+          submit: Submit | None = None) -> Iterator[SourceStart | ChunkScan]:
     """Every input's `SourceStart` and chunk scans, in input order, scanned in `jobs` processes.
 
     Regular files are cut into pieces for the workers; stdin, error files and bounded streams
-    are scanned here, in their place, after everything queued before them."""
+    are scanned here, in their place, after everything queued before them. The workers are
+    forked for this call, unless `submit` hands the pieces to workers the caller keeps (with
+    the same `scanner`'s rules); then the pieces left when the scans stop are cancelled."""
     if jobs <= 1:
         for path, stream in inputs:  # one input at a time: each may be opened lazily
             yield from scanner.scan_source(adapt(path, stream))
@@ -88,17 +98,29 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]],
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    gc.freeze()  # the collector then leaves the parent's objects alone: workers share its pages
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_start_worker, initargs=(scanner,))
+    pool = None
+    if submit is None:
+        gc.freeze()  # until the workers are done, the collector leaves the objects they
+        # inherit alone, so that they keep sharing their pages with this process
+        pool = forked = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+                                            initializer=_start_worker, initargs=(scanner,))
+
+        def submit(path: str, first: int, stop: int | None) -> Future[list[ChunkScan]]:
+            return forked.submit(_scan_piece, path, first, stop)
     queued: deque[Future[list[ChunkScan]]] = deque()
+    died = WorkerError("a worker process died, perhaps out of memory; try --jobs 1")
 
     def oldest() -> list[ChunkScan]:
         try:
             return queued.popleft().result()
         except BrokenProcessPool:
-            raise WorkerError("a worker process died, perhaps out of memory; "
-                              "try --jobs 1") from None
+            raise died from None
+
+    def queue(path: str, first: int, stop: int | None) -> None:
+        try:
+            queued.append(submit(path, first, stop))
+        except BrokenProcessPool:
+            raise died from None
 
     try:
         for path, stream in inputs:
@@ -113,10 +135,14 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]],
             pieces = max(1, -(-size // (PIECE_CHUNKS * CHUNK_BYTES)))
             for piece in range(pieces):
                 stop = (piece + 1) * PIECE_CHUNKS if piece + 1 < pieces else None
-                queued.append(pool.submit(_scan_piece, path, piece * PIECE_CHUNKS, stop))
+                queue(path, piece * PIECE_CHUNKS, stop)
                 while len(queued) > jobs * TASKS_PER_WORKER:
                     yield from oldest()
         while queued:
             yield from oldest()
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+            gc.unfreeze()
+        for future in queued:
+            future.cancel()

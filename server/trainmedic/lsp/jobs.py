@@ -5,7 +5,8 @@ however long a diagnosis takes (long lines, a rule pack's patterns) hovers and o
 are answered meanwhile. Each time the engine reads its next chunk, the worker stops if the
 client cancelled or newer text superseded it; for a text of `LARGE_LINES` lines or more it
 also reports `$/progress`. Files and folders (`run_paths`) are read from disk with the CLI's
-input code, in a worker thread too, with the same progress and cancellation.
+input code, in a worker thread too, with the same progress and cancellation; big ones are
+scanned in the server's worker processes (`workers`), which the thread waits for.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from trainmedic.model import Diagnosis
 
 if TYPE_CHECKING:
     from trainmedic.lsp.server import TrainmedicServer
+    from trainmedic.lsp.workers import Workers
 
 logger = logging.getLogger(__name__)
 
@@ -72,25 +74,29 @@ def _diagnose(text: str, path: str, rules: Rules, cancel: threading.Event,
     return diagnose([(path, stream)], catalogue, matcher), catalogue
 
 
-def _diagnose_files(files: list[str], max_bytes: int | None, rules: Rules,
+def _diagnose_files(files: list[str], max_bytes: int | None, rules: Rules, workers: Workers,
                     cancel: threading.Event,
                     report: Report) -> tuple[Diagnosis, Catalogue, list[str]]:
-    """The files diagnosed as one run, as `trainmedic diagnose FILE...` reads them (in this
-    thread: a server's threads must not fork), and the warnings of their reading."""
+    """The files diagnosed as one run, as `trainmedic diagnose FILE...` reads them (big ones
+    by the server's `workers`, as the CLI's are by every core), and the warnings of their
+    reading."""
     from trainmedic.diagnosis.engine import diagnose
+    from trainmedic.events.parallel import PARALLEL_MIN_BYTES
 
     catalogue, matcher = rules()
-    total = max(total_size(files, max_bytes), 1)
+    size = total_size(files, max_bytes)
 
     def progress(done: int) -> None:
-        report(min(100, 100 * done // total))
+        report(min(100, 100 * done // max(size, 1)))
         if cancel.is_set():
             raise Cancelled
 
     if cancel.is_set():
         raise Cancelled
+    parallel = workers.count > 1 and max_bytes is None and size >= PARALLEL_MIN_BYTES
     with opened(files, max_bytes) as streams:
-        diagnosis = diagnose(streams, catalogue, matcher, 1, progress)
+        diagnosis = diagnose(streams, catalogue, matcher, workers.count if parallel else 1,
+                             progress, workers.submitter(catalogue) if parallel else None)
     return diagnosis, catalogue, streams.warnings
 
 
@@ -175,8 +181,8 @@ async def run_paths(ls: TrainmedicServer, paths: list[str], max_bytes: int | Non
                     cancel: threading.Event, title: str,
                     catalogue: Catalogue | None = None) -> FilesDiagnosis:
     """Diagnose files and folders as the CLI does (folders walked, ranks from file names,
-    launcher error files decoded, `max_bytes` of each file); raises `Cancelled`, and
-    `InputError` (its line for the user) for what is not a log."""
+    launcher error files decoded, `max_bytes` of each file); raises `Cancelled`, `InputError`
+    (its line for the user) for what is not a log, and `WorkerError` when a worker died."""
     rules = _rules(ls, catalogue)
     loop = asyncio.get_running_loop()
     files, warnings = await loop.run_in_executor(ls.jobs, expand, paths)
@@ -184,7 +190,8 @@ async def run_paths(ls: TrainmedicServer, paths: list[str], max_bytes: int | Non
         async with _progress(ls, title, cancel, shown=True) as report:
             try:
                 diagnosis, used, read_warnings = await loop.run_in_executor(
-                    ls.jobs, _diagnose_files, files, max_bytes, rules, cancel, report)
+                    ls.jobs, _diagnose_files, files, max_bytes, rules, ls.workers, cancel,
+                    report)
             except asyncio.CancelledError:
                 cancel.set()
                 raise

@@ -43,6 +43,7 @@ from trainmedic.lsp.framing import FrameError, FrameReader
 from trainmedic.lsp.log_globs import is_log
 from trainmedic.lsp.memory import IdleTrim
 from trainmedic.lsp.settings import Settings
+from trainmedic.lsp.workers import Workers
 
 if TYPE_CHECKING:
     from pygls.protocol.json_rpc import MessageCallback, MessageHandler
@@ -178,6 +179,7 @@ class TrainmedicServer(LanguageServer):
         self.rules = RulePacks(self._rule_error)
         self.published: dict[str, Published] = {}
         self.jobs = ThreadPoolExecutor(DIAGNOSE_THREADS, thread_name_prefix="trainmedic-job")
+        self.workers = Workers()
         self.idle_trim = IdleTrim()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.exit_code = 0
@@ -358,6 +360,7 @@ class TrainmedicServer(LanguageServer):
     def shutdown(self) -> None:
         # Running diagnoses stop on their own: leaving the event loop cancels their tasks.
         self.jobs.shutdown(wait=False, cancel_futures=True)
+        self.workers.shutdown()
         super().shutdown()  # type: ignore[no-untyped-call]
 
 

@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.uris import from_fs_path, to_fs_path
 
 from trainmedic.catalogue.rules import Catalogue, RuleError
+from trainmedic.events.parallel import WorkerError
 from trainmedic.logs.inputs import InputError
 from trainmedic.lsp import jobs
 from trainmedic.lsp.active_catalogue import layered
@@ -46,6 +47,7 @@ COMMAND = "trainmedic.diagnose"
 USAGE = f'{COMMAND} expects [{{"text": string, "uri"?: string, "range"?: Range, ' \
         '"rulePacks"?: string[]}] or [{"paths": string[], "maxBytes"?: integer, ' \
         '"ifLog"?: boolean, "rulePacks"?: string[]}]'
+WORKER_DIED = "a worker process died reading the logs, perhaps out of memory; not diagnosed"
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,8 @@ async def _diagnose_paths(ls: TrainmedicServer, request: Request,
             return None
         except InputError as error:
             raise JsonRpcInvalidParams(str(error)) from None
+        except WorkerError:
+            raise JsonRpcException(WORKER_DIED, types.LSPErrorCodes.RequestFailed) from None
     for warning in found.warnings:
         logger.warning("%s", warning)
     diagnosis, catalogue = found.diagnosis, found.catalogue

@@ -1,0 +1,148 @@
+"""The server's worker processes, which scan the pieces of big logs read from disk.
+
+The server has threads (its jobs, the reading of its input), and a process forked while another
+thread holds a lock (the allocator's, logging's, an import's) starts with that lock taken for
+good. So the workers are not forked from the server: on Linux and macOS they are forked from a
+fork server, a small process started afresh that never runs a thread and has the scanning code
+already imported; on Windows they are spawned. They start with the first job big enough to
+want them and are kept for the next ones until the server shuts down; a worker whose server
+has gone (killed, say) exits on its own.
+
+A Scanner does not pickle (a Hyperscan database, compiled patterns), so each piece carries its
+catalogue, pickled once per job, and each worker builds a scanner for it the first time it sees
+it (Hyperscan loads its compiled database from the disk cache) and keeps the last few.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import signal
+import sys
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    from trainmedic.catalogue.rules import Catalogue
+    from trainmedic.events.parallel import Submit
+    from trainmedic.events.scan import ChunkScan, Scanner
+
+logger = logging.getLogger(__name__)
+
+KEPT_SCANNERS = 2  # two jobs at once may diagnose with different rules (a call's rule packs)
+# What a worker runs, imported here only when it first runs (the server starts without it),
+# and by the fork server once, before it forks any worker.
+PRELOADED = [__name__, "trainmedic.diagnosis.engine", "trainmedic.matching.hyperscan",
+             "hyperscan"]
+
+_scanners: OrderedDict[bytes, Scanner] = OrderedDict()  # a worker's, by pickled catalogue
+
+
+def _scanner(rules: bytes) -> Scanner:
+    from trainmedic.diagnosis.engine import scanner_for
+    from trainmedic.matching.choice import matcher_for
+
+    scanner = _scanners.pop(rules, None)
+    if scanner is None:
+        catalogue = pickle.loads(rules)
+        scanner = scanner_for(catalogue, matcher_for(catalogue))
+    _scanners[rules] = scanner  # the newest last
+    while len(_scanners) > KEPT_SCANNERS:
+        _scanners.popitem(last=False)
+    return scanner
+
+
+def _scan(rules: bytes, path: str, first: int, stop: int | None) -> list[ChunkScan]:
+    from trainmedic.events.parallel import scan_piece
+
+    return scan_piece(_scanner(rules), path, first, stop)
+
+
+def _exit_with_server() -> None:
+    import multiprocessing.connection
+
+    server = multiprocessing.parent_process()
+    if server is not None:
+        multiprocessing.connection.wait([server.sentinel])
+        os._exit(0)
+
+
+def _start_worker() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle
+    threading.Thread(target=_exit_with_server, daemon=True).start()
+
+
+class Workers:
+    """`count` worker processes (one per core by default), started on first use and kept
+    until `shutdown`."""
+
+    def __init__(self, count: int | None = None) -> None:
+        self._count = count
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()  # two jobs may start at once
+
+    @property
+    def count(self) -> int:
+        if self._count is None:
+            from trainmedic.events.parallel import cores  # not at the server's start
+
+            self._count = cores()
+        return self._count
+
+    def submitter(self, catalogue: Catalogue) -> Submit:
+        """Hands one job's pieces to the workers, to scan with `catalogue`'s rules.
+
+        A worker's death breaks the pool: its job gets `WorkerError` (see `scans`), and the
+        next job starts new workers."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        rules = pickle.dumps(catalogue)
+        pool, first_piece = self._started(), True
+
+        def submit(path: str, first: int, stop: int | None) -> Future[list[ChunkScan]]:
+            nonlocal pool, first_piece
+            try:
+                future = pool.submit(_scan, rules, path, first, stop)
+            except BrokenProcessPool:
+                self._forget(pool)
+                if not first_piece:  # pieces of this job were lost with it
+                    raise
+                pool = self._started()
+                future = pool.submit(_scan, rules, path, first, stop)
+            first_piece = False
+            return future
+
+        return submit
+
+    def _started(self) -> ProcessPoolExecutor:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with self._lock:
+            if self._pool is None:
+                if sys.platform == "win32":
+                    context = multiprocessing.get_context("spawn")
+                else:
+                    context = multiprocessing.get_context("forkserver")
+                    context.set_forkserver_preload(PRELOADED)
+                self._pool = ProcessPoolExecutor(self.count, mp_context=context,
+                                                 initializer=_start_worker)
+                logger.info("diagnosing big logs in %d worker processes", self.count)
+            return self._pool
+
+    def _forget(self, pool: ProcessPoolExecutor) -> None:
+        with self._lock:
+            if self._pool is pool:
+                self._pool = None
+        pool.shutdown(wait=False)
+
+    def shutdown(self) -> None:
+        """Stop the workers; pieces not started are dropped."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,128 @@
+"""The server's worker processes: the answer of one process, not forked from the server, kept
+between jobs, replaced when one dies, gone with the server."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from lsp_helpers import process_runs
+
+from trainmedic.catalogue.load import bundled
+from trainmedic.diagnosis.engine import diagnose
+from trainmedic.events import parallel
+from trainmedic.logs.inputs import opened
+from trainmedic.lsp.workers import Workers
+from trainmedic.render.json import to_dict
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOGUE = bundled()
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="reads the processes' parents from /proc")
+
+
+@pytest.fixture(scope="module")
+def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 256-rank log of 6 MiB: step lines, tqdm bars, warnings, a CUDA OOM and its collateral."""
+    path = tmp_path_factory.mktemp("big") / "job.log"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "make_log.py"), str(path), "6"],
+                   check=True)
+    return path
+
+
+@pytest.fixture
+def workers(monkeypatch: pytest.MonkeyPatch) -> object:
+    monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)  # six pieces for the six-chunk log
+    kept = Workers(2)
+    yield kept
+    kept.shutdown()
+
+
+def answer(log: Path, workers: Workers | None = None) -> dict[str, object]:
+    with opened([str(log)]) as streams:
+        if workers is None:
+            return to_dict(diagnose(streams, CATALOGUE), CATALOGUE)
+        return to_dict(diagnose(streams, CATALOGUE, jobs=workers.count,
+                                submit=workers.submitter(CATALOGUE)), CATALOGUE)
+
+
+def parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_workers_give_the_answer_of_one_process_and_are_kept(big_log: Path,
+                                                             workers: Workers) -> None:
+    alone = answer(big_log)
+    assert alone["diagnoses"][0]["rule_id"] == "cuda-oom"  # type: ignore[index]
+
+    assert answer(big_log, workers) == alone
+    started = {p.pid for p in multiprocessing.active_children()}
+    assert answer(big_log, workers) == alone
+
+    assert len(started) == 2
+    assert {p.pid for p in multiprocessing.active_children()} == started  # kept, not restarted
+    assert all(parent(pid) != os.getpid() for pid in started)  # not forked from this process
+
+
+def test_a_worker_that_dies_fails_its_job_and_the_next_job_gets_new_ones(
+        big_log: Path, workers: Workers) -> None:
+    alone = answer(big_log)
+    submit = workers.submitter(CATALOGUE)
+    killed = set()
+
+    def submit_then_kill(path: str, first: int, stop: int | None) -> object:
+        future = submit(path, first, stop)
+        if first == 0:  # the first piece's worker killed, as the out-of-memory killer would
+            for process in multiprocessing.active_children():
+                os.kill(process.pid, signal.SIGKILL)
+                killed.add(process.pid)
+        return future
+
+    with opened([str(big_log)]) as streams, \
+            pytest.raises(parallel.WorkerError, match="worker process died"):
+        diagnose(streams, CATALOGUE, jobs=2, submit=submit_then_kill)  # type: ignore[arg-type]
+
+    assert killed
+    assert answer(big_log, workers) == alone
+    assert not killed & {p.pid for p in multiprocessing.active_children()}
+
+
+WORKERS_THEN_WAIT = """
+import sys
+from trainmedic.catalogue.load import bundled
+from trainmedic.diagnosis.engine import diagnose
+from trainmedic.events import parallel
+from trainmedic.logs.inputs import opened
+from trainmedic.lsp.workers import Workers
+import multiprocessing, time
+
+parallel.PIECE_CHUNKS = 1
+catalogue, workers = bundled(), Workers(2)
+with opened([sys.argv[1]]) as streams:
+    diagnose(streams, catalogue, jobs=2, submit=workers.submitter(catalogue))
+print(*[p.pid for p in multiprocessing.active_children()], flush=True)
+time.sleep(60)
+"""
+
+
+def test_workers_exit_when_their_server_is_killed(big_log: Path) -> None:
+    server = subprocess.Popen([sys.executable, "-c", textwrap.dedent(WORKERS_THEN_WAIT),
+                               str(big_log)], stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    pids = [int(pid) for pid in server.stdout.readline().split()]
+    assert len(pids) == 2
+    assert all(process_runs(pid) for pid in pids)
+
+    server.kill()
+    server.wait()
+    deadline = time.monotonic() + 10
+    while any(process_runs(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in pids if process_runs(pid)]
