@@ -49,8 +49,9 @@ def answer(log: Path, workers: Workers | None = None) -> dict[str, object]:
     with opened([str(log)]) as streams:
         if workers is None:
             return to_dict(diagnose(streams, CATALOGUE), CATALOGUE)
-        return to_dict(diagnose(streams, CATALOGUE, jobs=workers.count,
-                                submit=workers.submitter(CATALOGUE)), CATALOGUE)
+        with workers.job(CATALOGUE) as submit:
+            return to_dict(diagnose(streams, CATALOGUE, jobs=workers.count, submit=submit),
+                           CATALOGUE)
 
 
 def parent(pid: int) -> int:
@@ -126,3 +127,21 @@ def test_workers_exit_when_their_server_is_killed(big_log: Path) -> None:
     while any(process_runs(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [pid for pid in pids if process_runs(pid)]
+
+
+def test_idle_workers_stop_and_the_next_job_starts_new_ones(big_log: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)
+    workers = Workers(2, idle_seconds=0.5)
+    try:
+        alone = answer(big_log)
+        assert answer(big_log, workers) == alone
+        started = {p.pid for p in multiprocessing.active_children()}
+        assert len(started) == 2
+        deadline = time.monotonic() + 30
+        while started & {p.pid for p in multiprocessing.active_children()}:
+            assert time.monotonic() < deadline, "idle workers still running"
+            time.sleep(0.1)
+        assert answer(big_log, workers) == alone  # new workers
+    finally:
+        workers.shutdown()

@@ -93,10 +93,12 @@ def _diagnose_files(files: list[str], max_bytes: int | None, rules: Rules, worke
 
     if cancel.is_set():
         raise Cancelled
-    parallel = workers.count > 1 and max_bytes is None and size >= PARALLEL_MIN_BYTES
     with opened(files, max_bytes) as streams:
-        diagnosis = diagnose(streams, catalogue, matcher, workers.count if parallel else 1,
-                             progress, workers.submitter(catalogue) if parallel else None)
+        if workers.count > 1 and max_bytes is None and size >= PARALLEL_MIN_BYTES:
+            with workers.job(catalogue) as submit:
+                diagnosis = diagnose(streams, catalogue, matcher, workers.count, progress, submit)
+        else:
+            diagnosis = diagnose(streams, catalogue, matcher, 1, progress)
     return diagnosis, catalogue, streams.warnings
 
 

@@ -5,8 +5,9 @@ thread holds a lock (the allocator's, logging's, an import's) starts with that l
 good. So the workers are not forked from the server: on Linux and macOS they are forked from a
 fork server, a small process started afresh that never runs a thread and has the scanning code
 already imported; on Windows they are spawned. They start with the first job big enough to
-want them and are kept for the next ones until the server shuts down; a worker whose server
-has gone (killed, say) exits on its own.
+want them and are kept for the next ones, until IDLE_SECONDS pass without a job (idle workers
+hold tens of megabytes; starting them again costs a fraction of a second) or the server shuts
+down; a worker whose server has gone (killed, say) exits on its own.
 
 A Scanner does not pickle (a Hyperscan database, compiled patterns), so each piece carries its
 catalogue, pickled once per job, and each worker builds a scanner for it the first time it sees
@@ -22,6 +23,8 @@ import signal
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KEPT_SCANNERS = 2  # two jobs at once may diagnose with different rules (a call's rule packs)
+IDLE_SECONDS = 300.0
 # What a worker runs, imported here only when it first runs (the server starts without it),
 # and by the fork server once, before it forks any worker.
 PRELOADED = [__name__, "trainmedic.diagnosis.engine", "trainmedic.matching.hyperscan",
@@ -78,12 +82,43 @@ def _start_worker() -> None:
 
 class Workers:
     """`count` worker processes (one per core by default), started on first use and kept
-    until `shutdown`."""
+    until they are idle for `idle_seconds`, or `shutdown`."""
 
-    def __init__(self, count: int | None = None) -> None:
+    def __init__(self, count: int | None = None, idle_seconds: float = IDLE_SECONDS) -> None:
         self._count = count
+        self._idle_seconds = idle_seconds
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.Lock()  # two jobs may start at once
+        self._jobs = 0
+        self._idle: threading.Timer | None = None
+
+    @contextmanager
+    def job(self, catalogue: Catalogue) -> Iterator[Submit]:
+        """Around one job: its pieces' `submitter`; the workers stop when no job follows
+        within `idle_seconds`."""
+        with self._lock:
+            self._jobs += 1
+            if self._idle is not None:
+                self._idle.cancel()
+                self._idle = None
+        try:
+            yield self.submitter(catalogue)
+        finally:
+            with self._lock:
+                self._jobs -= 1
+                if not self._jobs:
+                    self._idle = threading.Timer(self._idle_seconds, self._stop_if_idle)
+                    self._idle.daemon = True
+                    self._idle.start()
+
+    def _stop_if_idle(self) -> None:
+        with self._lock:
+            pool = self._pool if not self._jobs else None
+            if pool is not None:
+                self._pool = None
+        if pool is not None:
+            logger.info("stopping the idle worker processes")
+            pool.shutdown(wait=False)
 
     @property
     def count(self) -> int:
@@ -144,5 +179,7 @@ class Workers:
         """Stop the workers; pieces not started are dropped."""
         with self._lock:
             pool, self._pool = self._pool, None
+            if self._idle is not None:
+                self._idle.cancel()
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
