@@ -93,11 +93,11 @@ _scan_piece = parallel._scan_piece
 PIDS = "TRAINMEDIC_TEST_PIDS"
 
 
-def _scan_noting_the_process(path: str, first: int, stop: int | None) -> list[object]:
+def _scan_noting_the_process(path: str, first: int, stop: int | None, folder: str) -> str:
     """A worker's scan that leaves its process id behind, slow enough that both workers work."""
     Path(os.environ[PIDS], f"{os.getpid()}-{first}").touch()
     time.sleep(0.1)
-    return _scan_piece(path, first, stop)  # type: ignore[return-value]
+    return _scan_piece(path, first, stop, folder)
 
 
 def test_any_number_of_jobs_gives_the_answer_of_one(big_log: Path, tmp_path: Path,
@@ -126,10 +126,10 @@ def test_any_number_of_jobs_gives_the_answer_of_one(big_log: Path, tmp_path: Pat
         assert answer(inputs, jobs) == one
 
 
-def _first_pieces_last(path: str, first: int, stop: int | None) -> list[object]:
+def _first_pieces_last(path: str, first: int, stop: int | None, folder: str) -> str:
     """A worker's scan that takes longer the earlier its piece (pickled by name, so top level)."""
     time.sleep(0.3 / (first + 1))
-    return _scan_piece(path, first, stop)  # type: ignore[return-value]
+    return _scan_piece(path, first, stop, folder)
 
 
 def test_the_answer_does_not_depend_on_which_worker_finishes_first(
@@ -139,7 +139,7 @@ def test_the_answer_does_not_depend_on_which_worker_finishes_first(
     assert answer([str(big_log)], 3) == answer([str(big_log)], 1)
 
 
-def _dies(path: str, first: int, stop: int | None) -> list[object]:
+def _dies(path: str, first: int, stop: int | None, folder: str) -> str:
     """A worker killed mid-task, as the system's out-of-memory killer would."""
     os._exit(137)
 

@@ -78,8 +78,8 @@ def test_a_worker_that_dies_fails_its_job_and_the_next_job_gets_new_ones(
     submit = workers.submitter(CATALOGUE)
     killed = set()
 
-    def submit_then_kill(path: str, first: int, stop: int | None) -> object:
-        future = submit(path, first, stop)
+    def submit_then_kill(path: str, first: int, stop: int | None, folder: str) -> object:
+        future = submit(path, first, stop, folder)
         if first == 0:  # the first piece's worker killed, as the out-of-memory killer would
             for process in multiprocessing.active_children():
                 os.kill(process.pid, signal.SIGKILL)

@@ -4,6 +4,10 @@ Chunk boundaries are fixed by byte offset (see `reader`) and a scan needs nothin
 chunks before it (see `scan`), so a piece scanned in another process yields exactly the scans a
 read from the start would. The scans are yielded in input order, so whoever folds them gets
 the same answer for any number of workers, whichever of them finishes first.
+
+A worker hands its scans over in a file and sends only the file's name: a worker killed (by the
+system, out of memory) while it sent a large answer would leave half a message in the pool's
+pipe, and the pool would wait for the rest for ever; a name is sent whole or not at all.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over cost
 PARALLEL_MIN_BYTES = 32 * CHUNK_BYTES  # below this, starting workers costs more than it saves
 TASKS_PER_WORKER = 4  # queued ahead, so no worker waits and memory stays bounded
 
-# Hands a piece of a file (path, first chunk, stop chunk or None for the end) to a worker.
-Submit = Callable[[str, int, int | None], "Future[list[ChunkScan]]"]
+# Hands a piece of a file (path, first chunk, stop chunk or None for the end) to a worker, which
+# hands its scans over in a file in a folder (the last argument) and answers with its name.
+Submit = Callable[[str, int, int | None, str], "Future[str]"]
 
 
 class WorkerError(Exception):
@@ -43,16 +48,34 @@ def _start_worker(scanner: Scanner) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
-def scan_piece(scanner: Scanner, path: str, first: int, stop: int | None) -> list[ChunkScan]:
-    """The scans of chunks `first` to `stop` of the file at `path`; `InputError` if unreadable."""
+def scan_piece(scanner: Scanner, path: str, first: int, stop: int | None, folder: str) -> str:
+    """The scans of chunks `first` to `stop` of the file at `path`, written to a new file in
+    `folder`, whose name is returned (see `taken`); `InputError` if unreadable."""
     try:
-        return [scanner.scan(chunk, keep_head=False) for chunk in read_part(path, first, stop)]
+        found = [scanner.scan(chunk, keep_head=False) for chunk in read_part(path, first, stop)]
     except OSError as error:
         raise InputError(f"{path}: {error.strerror or error}") from None
+    import pickle
+    import tempfile
+
+    handle, name = tempfile.mkstemp(dir=folder)
+    with os.fdopen(handle, "wb") as out:
+        pickle.dump(found, out, pickle.HIGHEST_PROTOCOL)
+    return name
 
 
-def _scan_piece(path: str, first: int, stop: int | None) -> list[ChunkScan]:
-    return scan_piece(_worker["scanner"], path, first, stop)
+def taken(name: str) -> list[ChunkScan]:
+    """The scans a worker handed over in the file `name`, which goes."""
+    import pickle
+
+    with open(name, "rb") as handed:
+        found: list[ChunkScan] = pickle.load(handed)
+    os.unlink(name)
+    return found
+
+
+def _scan_piece(path: str, first: int, stop: int | None, folder: str) -> str:
+    return scan_piece(_worker["scanner"], path, first, stop, folder)
 
 
 def cores() -> int:
@@ -95,6 +118,7 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 
         return
     import gc
     import multiprocessing  # here: a small input's start never pays for these imports
+    import tempfile
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
@@ -105,20 +129,21 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 
         pool = forked = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
                                             initializer=_start_worker, initargs=(scanner,))
 
-        def submit(path: str, first: int, stop: int | None) -> Future[list[ChunkScan]]:
-            return forked.submit(_scan_piece, path, first, stop)
-    queued: deque[Future[list[ChunkScan]]] = deque()
+        def submit(path: str, first: int, stop: int | None, folder: str) -> Future[str]:
+            return forked.submit(_scan_piece, path, first, stop, folder)
+    queued: deque[Future[str]] = deque()
     died = WorkerError("a worker process died, perhaps out of memory; try --jobs 1")
+    handed = tempfile.TemporaryDirectory(prefix="trainmedic-")  # what the workers hand over
 
     def oldest() -> list[ChunkScan]:
         try:
-            return queued.popleft().result()
+            return taken(queued.popleft().result())
         except BrokenProcessPool:
             raise died from None
 
     def queue(path: str, first: int, stop: int | None) -> None:
         try:
-            queued.append(submit(path, first, stop))
+            queued.append(submit(path, first, stop, handed.name))
         except BrokenProcessPool:
             raise died from None
 
@@ -146,3 +171,4 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 
             gc.unfreeze()
         for future in queued:
             future.cancel()
+        handed.cleanup()

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from trainmedic.catalogue.rules import Catalogue
     from trainmedic.events.parallel import Submit
-    from trainmedic.events.scan import ChunkScan, Scanner
+    from trainmedic.events.scan import Scanner
 
 logger = logging.getLogger(__name__)
 
@@ -60,10 +60,10 @@ def _scanner(rules: bytes) -> Scanner:
     return scanner
 
 
-def _scan(rules: bytes, path: str, first: int, stop: int | None) -> list[ChunkScan]:
+def _scan(rules: bytes, path: str, first: int, stop: int | None, folder: str) -> str:
     from trainmedic.events.parallel import scan_piece
 
-    return scan_piece(_scanner(rules), path, first, stop)
+    return scan_piece(_scanner(rules), path, first, stop, folder)
 
 
 def _exit_with_server() -> None:
@@ -138,16 +138,16 @@ class Workers:
         rules = pickle.dumps(catalogue)
         pool, first_piece = self._started(), True
 
-        def submit(path: str, first: int, stop: int | None) -> Future[list[ChunkScan]]:
+        def submit(path: str, first: int, stop: int | None, folder: str) -> Future[str]:
             nonlocal pool, first_piece
             try:
-                future = pool.submit(_scan, rules, path, first, stop)
+                future = pool.submit(_scan, rules, path, first, stop, folder)
             except BrokenProcessPool:
                 self._forget(pool)
                 if not first_piece:  # pieces of this job were lost with it
                     raise
                 pool = self._started()
-                future = pool.submit(_scan, rules, path, first, stop)
+                future = pool.submit(_scan, rules, path, first, stop, folder)
             first_piece = False
             return future
 
