@@ -135,8 +135,9 @@ def test_idle_workers_stop_and_the_next_job_starts_new_ones(big_log: Path,
     workers = Workers(2, idle_seconds=0.5)
     try:
         alone = answer(big_log)
+        before = {p.pid for p in multiprocessing.active_children()}
         assert answer(big_log, workers) == alone
-        started = {p.pid for p in multiprocessing.active_children()}
+        started = {p.pid for p in multiprocessing.active_children()} - before
         assert len(started) == 2
         deadline = time.monotonic() + 30
         while started & {p.pid for p in multiprocessing.active_children()}:
