@@ -87,6 +87,10 @@ def new_client() -> LanguageClient:
     def progress(params: types.ProgressParams) -> None:
         return None
 
+    @client.feature(types.WINDOW_LOG_MESSAGE)
+    def log_message(params: types.LogMessageParams) -> None:
+        return None  # the server's log lines (a worker pool starting) are not the bench's
+
     return client
 
 
