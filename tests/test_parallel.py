@@ -75,15 +75,6 @@ def test_an_over_long_line_is_cut_the_same_from_any_start(tmp_path: Path) -> Non
     assert [len(c.text) for c in whole] == [5 + MAX_LINE_BYTES + 1, 14]
 
 
-@pytest.fixture(scope="module")
-def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 256-rank log of 6 MiB: step lines, tqdm bars, warnings, a CUDA OOM and its collateral."""
-    path = tmp_path_factory.mktemp("big") / "job.log"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "make_log.py"), str(path), "6"],
-                   check=True)
-    return path
-
-
 def answer(paths: list[str], jobs: int) -> dict[str, object]:
     with opened(paths) as streams:
         return to_dict(diagnose(streams, CATALOGUE, jobs=jobs), CATALOGUE)

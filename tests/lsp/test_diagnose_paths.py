@@ -143,21 +143,30 @@ def workers_of(server_command: str) -> list[int]:
     return [pid for pid, parent in parents.items() if parent in fork_servers]
 
 
+NEEDS_WORKERS = pytest.mark.skipif(cores() < 2 or not sys.platform.startswith("linux"),
+                                   reason="worker processes need two cores; found in /proc")
+
+
+def three_copies(folder: Path) -> tuple[Path, list[Path]]:
+    """A 60 MB log and two hard links to it: three logs for one job."""
+    big = sixty_mb_log(folder)
+    copies = [big, folder / "copy1.log", folder / "copy2.log"]
+    for copy in copies[1:]:
+        os.link(big, copy)
+    return big, copies
+
+
 def percentages(client: LanguageClient) -> list[int]:
     return [r.percentage or 0 for rs in client.progress_reports.values() for r in rs
             if isinstance(r, types.WorkDoneProgressReport)]
 
 
 @pytest.mark.asyncio
-@pytest.mark.skipif(cores() < 2 or not sys.platform.startswith("linux"),
-                    reason="worker processes need two cores; found in /proc")
+@NEEDS_WORKERS
 async def test_big_logs_read_by_kept_worker_processes_get_the_answer_of_one_process(
         client: LanguageClient, tmp_path: Path) -> None:
-    big = sixty_mb_log(tmp_path)
+    big, copies = three_copies(tmp_path)  # three for a longer job, to cancel
     alone = cli(big, options=("--jobs", "1"))
-    copies = [big, tmp_path / "copy1.log", tmp_path / "copy2.log"]  # a longer job to cancel
-    for copy in copies[1:]:
-        os.link(big, copy)
 
     first = await execute(client, "trainmedic.diagnose", {"paths": [str(big)]})
     reported = len(percentages(client))
@@ -181,14 +190,10 @@ async def test_big_logs_read_by_kept_worker_processes_get_the_answer_of_one_proc
 
 
 @pytest.mark.asyncio
-@pytest.mark.skipif(cores() < 2 or not sys.platform.startswith("linux"),
-                    reason="worker processes need two cores; found in /proc")
+@NEEDS_WORKERS
 async def test_a_worker_that_dies_is_one_clear_error_and_the_next_job_gets_new_ones(
         client: LanguageClient, tmp_path: Path) -> None:
-    big = sixty_mb_log(tmp_path)
-    copies = [big, tmp_path / "copy1.log", tmp_path / "copy2.log"]
-    for copy in copies[1:]:
-        os.link(big, copy)
+    big, copies = three_copies(tmp_path)
     running = asyncio.ensure_future(execute(client, "trainmedic.diagnose",
                                             {"paths": list(map(str, copies))}))
     await eventually(lambda: any(0 < p < 100 for p in percentages(client)))

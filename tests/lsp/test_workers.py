@@ -28,15 +28,6 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads the processes' parents from /proc")
 
 
-@pytest.fixture(scope="module")
-def big_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 256-rank log of 6 MiB: step lines, tqdm bars, warnings, a CUDA OOM and its collateral."""
-    path = tmp_path_factory.mktemp("big") / "job.log"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "make_log.py"), str(path), "6"],
-                   check=True)
-    return path
-
-
 @pytest.fixture
 def workers(monkeypatch: pytest.MonkeyPatch) -> object:
     monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)  # six pieces for the six-chunk log
