@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -84,6 +85,23 @@ def test_the_compiled_database_is_cached_and_a_bad_cache_only_slows_the_start(
     assert cached.read_bytes() != b"not a database"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cached))  # a file where a folder should be
     assert found("hyperscan") == expected
+
+
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+def test_the_cache_keeps_the_databases_used_last(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    folder = tmp_path / "trainmedic"
+    folder.mkdir()
+    for n in range(fast.KEPT_DATABASES + 5):  # databases of catalogues edited before
+        old = folder / f"hyperscan-{n:032x}.db"
+        old.write_bytes(b"old")
+        os.utime(old, (1_000_000 + n, 1_000_000 + n))
+    fast.HyperscanMatcher(CATALOGUE)  # compiles this catalogue's and caches it
+    kept = sorted(path.name for path in folder.glob("hyperscan-*.db"))
+    assert len(kept) == fast.KEPT_DATABASES
+    newest_old = [f"hyperscan-{n:032x}.db" for n in range(6, fast.KEPT_DATABASES + 5)]
+    assert set(newest_old) < set(kept)  # the oldest ones went, this catalogue's stayed
 
 
 @pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")

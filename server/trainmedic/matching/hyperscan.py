@@ -58,26 +58,40 @@ def _compiled(expressions: list[bytes], flags: list[int]) -> Any:
     return database
 
 
+KEPT_DATABASES = 16  # every catalogue (each edit of a rule pack) compiles to a database of its own
+
+
+def _machine() -> str:
+    """`platform.machine()`, without importing platform (slow to import) where it can."""
+    if hasattr(os, "uname"):
+        return os.uname().machine
+    import platform
+
+    return platform.machine()
+
+
 def _database(expressions: list[bytes], flags: list[int]) -> Any:
     """The compiled database, loaded from the user cache when this catalogue was compiled before.
 
     Compiling takes about 0.4 s, loading a compiled copy well under a millisecond. A cache that
-    cannot be read or written is only a slower start.
+    cannot be read or written is only a slower start. The cache keeps the KEPT_DATABASES used
+    last: a database is about a megabyte, and each edit of a rule pack makes a new one.
     """
     import hashlib
 
     import hyperscan
 
     release = getattr(hyperscan, "__version__", "")  # not importlib.metadata: slow to import
-    machine = os.uname().machine  # platform.machine(), without importing platform (slow)
-    key = hashlib.sha256(repr((release, machine, expressions,
+    key = hashlib.sha256(repr((release, _machine(), expressions,
                                flags)).encode()).hexdigest()[:32]
     try:
         cached = cache_folder() / f"hyperscan-{key}.db"
     except OSError:
         return _compiled(expressions, flags)
     try:
-        return hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        database = hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
+        os.utime(cached)  # used now: kept over those used before
+        return database
     except (OSError, hyperscan.error):
         pass
     database = _compiled(expressions, flags)
@@ -86,9 +100,22 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
         partial = cached.with_suffix(f".{os.getpid()}.tmp")
         partial.write_bytes(hyperscan.dumpb(database))
         os.replace(partial, cached)  # whole or not at all, even with several writers
+        _forget_old(cached.parent)
     except OSError:
         pass
     return database
+
+
+def _forget_old(folder: Path) -> None:
+    """Remove the cached databases beyond the KEPT_DATABASES used last."""
+    def used(path: Path) -> float:
+        try:
+            return path.stat().st_mtime
+        except OSError:  # removed meanwhile by another process
+            return 0.0
+
+    for old in sorted(folder.glob("hyperscan-*.db"), key=used, reverse=True)[KEPT_DATABASES:]:
+        old.unlink(missing_ok=True)
 
 
 def _flags(fingerprint: Fingerprint) -> int:
