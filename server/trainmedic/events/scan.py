@@ -67,7 +67,7 @@ class ChunkScan:
         head = self.head
         if head is None:
             chunk = next(read_part(self.path, self.index, self.index + 1), None)
-            head = _head(chunk.data) if chunk is not None else b""
+            head = chunk.data[:_head_end(chunk.data)] if chunk is not None else b""
         return decoded(head).split("\n")
 
     def block_line(self, number: int) -> str:
@@ -88,19 +88,19 @@ def _lines_end(data: bytes, start: int, count: int) -> int:
     return end
 
 
-def _head(data: bytes) -> bytes:
-    """A chunk's first MAX_BLOCK_LINES lines, which a traceback open before it may run through."""
-    return data[:_lines_end(data, 0, MAX_BLOCK_LINES)]
+def _head_end(data: bytes) -> int:
+    """Where a chunk's first MAX_BLOCK_LINES lines end: the head, which a traceback open before
+    the chunk may run through."""
+    return _lines_end(data, 0, MAX_BLOCK_LINES)
 
 
-def _block_lines(data: bytes, marks: list[int]) -> tuple[tuple[int, ...], dict[int, str]]:
+def _block_lines(data: bytes, marks: list[int],
+                 head_end: int) -> tuple[tuple[int, ...], dict[int, str]]:
     """The numbers of the lines at `marks` (traceback headers and chain markers), and the lines
-    after the head (`_head`) a block may run through: at most MAX_BLOCK_LINES from its start."""
-    if not marks:
-        return (), {}
+    after the head (ending at `head_end`) a block may run through: at most MAX_BLOCK_LINES from
+    its start."""
     starts, kept = [], {}
-    free, free_offset = MAX_BLOCK_LINES, _lines_end(data, 0, MAX_BLOCK_LINES)  # the first line
-    # not kept yet, and where it starts
+    free, free_offset = MAX_BLOCK_LINES, head_end  # the first line not kept yet, and its start
     numbers = LineCounter(data)
     for offset in marks:
         number = numbers.at(offset)
@@ -148,7 +148,8 @@ class Scanner:
             if number not in found:
                 found[number] = (chunk.line_at(offset, number), [])
             found[number][1].append(hit)
-        starts, kept = _block_lines(data, marks)
+        head_end = _head_end(data) if keep_head or marks else 0  # a worker's quiet chunk: none
+        starts, kept = _block_lines(data, marks, head_end) if marks else ((), {})
         lines = LineCounter(data)  # numbers the samples, then counts the rest of the lines
         samples = tuple(scan_metrics(chunk, signals, lines, self.metric_patterns, metric_lines,
                                      scale_words))
@@ -156,4 +157,4 @@ class Scanner:
         return ChunkScan(
             chunk.path, chunk.index, chunk.size, lines.at(len(data)), frozenset(ranks),
             tuple((line, tuple(hits)) for line, hits in found.values()), samples, starts,
-            _head(data) if keep_head else None, kept)
+            data[:head_end] if keep_head else None, kept)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -181,13 +181,10 @@ class HyperscanMatcher(Matcher):
 
     def find(self, text: str) -> Found:
         data = text.encode("utf-8", errors="surrogatepass")
-        found = self.find_bytes(data)._replace(scale_words=None)  # a chunk's, at its bytes
+        found = self.find_bytes(data)
         if len(data) == len(text):
-            return found
-        chars = char_offsets(data, [*(o for o, _ in found.hits), *found.marks,
-                                    *found.metric_lines])
-        return Found([(chars[o], hit) for o, hit in found.hits], found.signals,
-                     [chars[o] for o in found.marks], [chars[o] for o in found.metric_lines])
+            return found._replace(scale_words=None)  # a chunk's, at its bytes
+        return found.moved(partial(char_offsets, data))
 
     def find_chunk(self, chunk: Chunk) -> Found:
         return self.find_bytes(chunk.data)  # a chunk is scanned without decoding it

@@ -12,7 +12,7 @@ shapes holding its literal matches no line.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from typing import NamedTuple
@@ -27,7 +27,8 @@ from trainmedic.model import Hit
 
 
 class Found(NamedTuple):
-    """What one pass over a chunk found; offsets are of its characters."""
+    """What one pass over a chunk found; offsets are of what was scanned: a text's characters
+    (`find`), a chunk's bytes (`find_chunk`)."""
 
     hits: list[tuple[int, Hit]]  # (offset, hit), in no particular order
     signals: frozenset[str]  # the metric sampler's SIGNALS present
@@ -35,6 +36,13 @@ class Found(NamedTuple):
     metric_lines: list[int]  # line starts where a rule's metric pattern matches, in order
     # where each of the sampler's SCALE_WORDS starts, in order (None: not looked for)
     scale_words: tuple[list[int], ...] | None = None
+
+    def moved(self, offsets: Callable[[Iterable[int]], Mapping[int, int]]) -> Found:
+        """These findings at other offsets (characters for bytes, or bytes for characters):
+        `offsets` maps every offset it is given; the scale words, a chunk's only, go."""
+        at = offsets([*(o for o, _ in self.hits), *self.marks, *self.metric_lines])
+        return Found([(at[o], hit) for o, hit in self.hits], self.signals,
+                     [at[o] for o in self.marks], [at[o] for o in self.metric_lines])
 
 
 _ZERO_BYTES = bytes.maketrans(b"123456789", b"000000000")
@@ -539,9 +547,7 @@ class Matcher:
         found = self.find(text)
         if len(text) == len(chunk.data):
             return found
-        at = byte_offsets(text, [*(o for o, _ in found.hits), *found.marks, *found.metric_lines])
-        return Found([(at[o], hit) for o, hit in found.hits], found.signals,
-                     [at[o] for o in found.marks], [at[o] for o in found.metric_lines])
+        return found.moved(partial(byte_offsets, text))
 
     @staticmethod
     def _confirm(pattern: _Pattern, text: str) -> Iterator[tuple[int, Hit]]:

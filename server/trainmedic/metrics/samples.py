@@ -43,11 +43,11 @@ _SIGNAL_BYTES = {name: re.compile(pattern.encode(), re.MULTILINE)
                  for name, pattern in SIGNALS.items()}
 _SIGNAL_WORDS_BYTES = {name: tuple(word.encode() for word in words)
                        for name, words in SIGNAL_WORDS.items()}
+# The words of scale lines: where the matcher found them when it can (see `_scale_lines`).
+SCALE_WORDS = ("scale", "Skipping step", "skipped iterations")
 # What a scale line says: the bytes from the word "scale" and from "skipped iterations", the
 # values and a little more. A line saying what the scale line before it said adds nothing to the
 # scale detectors but one more sample.
-# The words of scale lines: where the matcher found them when it can (see `_scale_lines`).
-SCALE_WORDS = ("scale", "Skipping step", "skipped iterations")
 _SAYS_BYTES = 24
 NOTABLE_CONTEXT = 1 << 15
 SAMPLES_PER_CHUNK = 32
@@ -235,11 +235,12 @@ def _scale_lines(data: bytes, every: bool, read: set[int],
                       if i == 0 or counts[i] != counts[i - 1]]
     line_start = {position: data.rfind(b"\n", 0, position) + 1
                   for position in (*skipping, *changed_counts)}
-    kept_at = {0, *(i for i in range(1, len(says)) if every or says[i] != says[i - 1]),
-               *_occurrences(scale, data, {*read, *line_start.values()})} if says else set()
     kept = dict.fromkeys((line_start[position] for position in skipping), 0)
-    ordered = sorted(kept_at)
-    for index, following in zip(ordered, [*ordered[1:], len(scale)][:len(ordered)], strict=True):
+    if not scale:
+        return kept
+    kept_at = sorted({0, *(i for i in range(1, len(says)) if every or says[i] != says[i - 1]),
+                      *_occurrences(scale, data, {*read, *line_start.values()})})
+    for index, following in zip(kept_at, [*kept_at[1:], len(scale)], strict=True):
         start = data.rfind(b"\n", 0, scale[index]) + 1
         kept[start] = kept.get(start, 0) + following - index - 1
     return kept
