@@ -73,7 +73,7 @@ def test_the_compiled_database_is_cached_and_a_bad_cache_only_slows_the_start(
     text = (ROOT / "examples" / "fp16-loss-scale-4ranks.log").read_text("utf-8")
 
     def found(backend: str) -> tuple[list[str], frozenset[str], list[int], list[int]]:
-        hits, signals, marks, metric_lines, _ = matcher_for(CATALOGUE, backend).find(text)
+        hits, signals, marks, metric_lines, *_ = matcher_for(CATALOGUE, backend).find(text)
         return sorted(map(repr, hits)), signals, marks, metric_lines
 
     expected = found("python")

@@ -346,6 +346,29 @@ def test_each_secret_is_masked(line: str, secret: str) -> None:
     assert MASK in masked
 
 
+# One line for each kind of secret the pattern knows, some in odd case: the quick test that
+# lets most lines through unread must not let any of these through.
+KINDS = [
+    "HF_TOKEN set: hf_abcdefghijklmnopqrstuvwxyzABCDEF1234",
+    "cloning with ghp_abcdefghijklmnopqrstuvwxyzABCDEF123456",
+    "client = OpenAI(key=sk-proj-abcdefghijklmnopqrstuv)",
+    "fetching git+https://trainer:s3cretpass@git.example.com/repo.git",
+    "PASSWORD=hunter2hunter2",
+    "Api_Key: abcdefXY12345678",
+    "OPENA\u0130_AP\u0131_KEY=abcdefXY12345678",  # dotted and dotless I, which `re` takes for "i"
+    "\u212aey ok; TO\u212aEN=abcdefXY12345678",  # KELVIN SIGN, which `re` takes for "k"
+    *(line for line, _secret in LEAKS),
+]
+
+
+@pytest.mark.parametrize("line", KINDS)
+def test_every_kind_of_secret_reaches_the_pattern(line: str) -> None:
+    from trainmedic.render.redact import _SECRETS, _mask, redact
+
+    assert _SECRETS.sub(_mask, line) != line  # the example holds a secret
+    assert redact(line) == _SECRETS.sub(_mask, line) or "AKIA" in line
+
+
 @pytest.mark.parametrize("line", [
     "commit 0123456789abcdef0123456789abcdef01234567 step 3 loss=1.0",
     "--tokens 512 --max_length 2048",

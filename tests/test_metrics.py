@@ -458,3 +458,28 @@ def test_scale_lines_from_the_matchers_word_positions_are_those_it_finds_itself(
     assert overflow in kept
     assert any("scale: 32768.0" in line for line in kept)  # the new scale
     assert len(kept) < 12
+
+
+def test_non_finite_lines_from_the_matchers_match_ends_are_those_it_finds_itself() -> None:
+    """The native matcher hands the sampler where the non-finite values it saw end; the lines
+    read around them are those of the sampler's own search around the words."""
+    text = ("[rank2]: step 1 loss=nan grad_norm=-inf\n"  # two on a line, at the chunk's start
+            + _megatron(range(2, 400))
+            + MEGATRON.format(rank=5, step=400, samples=1, loss="nan", scale="1.0", skipped=1)
+            + "\n" + _megatron(range(401, 900))
+            + "[rank1]: {'loss': NaN, 'grad_norm': 1.0}\n"
+            + "[rank1]: loss\tinf at step 901, loss:\nnan\n"  # split over lines: no value
+            + _megatron(range(902, 1500)))
+    data = text.encode()
+    chunk = Chunk("x.log", data, 0, len(data))
+    signals = frozenset({"non-finite"})
+    own = samples._notable_lines(data, signals, None)
+    assert [data[start:data.find(b"\n", start)].split(b"]")[0] for start in own] == [
+        b"[rank2", b"[rank5", b"[rank1", b"[rank1"]
+    if fast.available():
+        found = HyperscanMatcher(CATALOGUE).find_chunk(chunk)
+        assert found.positioned is not None
+        assert samples._notable_lines(data, signals, found.positioned) == own
+        read = [samples.scan_metrics(chunk, found.signals, LineCounter(data), (), (), None,
+                                     positioned) for positioned in (found.positioned, None)]
+        assert repr(list(read[0])) == repr(list(read[1]))  # reprs: NaN is not NaN

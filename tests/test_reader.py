@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from trainmedic.logs.reader import MAX_LINE_BYTES, read_chunks, read_lines
+from trainmedic.logs.reader import MAX_LINE_BYTES, LineCounter, read_chunks, read_lines
 
 
 def lines(data: bytes, chunk_bytes: int | None = None) -> list[tuple[int, str]]:
@@ -63,3 +63,11 @@ def test_ten_megabyte_line_is_bounded_and_numbering_continues() -> None:
 def test_multibyte_characters_split_across_reads_decode_intact() -> None:
     data = ("é" * 5000 + "\n").encode()
     assert lines(data, chunk_bytes=101) == [(1, "é" * 5000)]
+
+
+def test_line_numbers_are_right_in_whatever_order_offsets_are_asked() -> None:
+    data = b"".join(b"line %d\n" % i for i in range(1000)) + b"last, unended"
+    counter = LineCounter(data)
+    offsets = [*range(0, len(data), 997), len(data), 5, 4000, 3999, 0, 7000, 2, len(data) - 1]
+    assert [counter.at(offset) for offset in offsets] == [
+        data.count(b"\n", 0, offset) for offset in offsets]

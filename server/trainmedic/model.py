@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
+from operator import attrgetter
+from typing import Any, TypeVar
+
+_Slotted = TypeVar("_Slotted", bound=type[Any])
 
 
+def pickled_by_fields(cls: _Slotted) -> _Slotted:
+    """Pickle a slotted dataclass as the arguments of its constructor. Workers hand thousands
+    of lines and samples over per chunk, and the state functions a slotted dataclass gets by
+    default look its fields up again for every object: three times slower."""
+    values = attrgetter(*(f.name for f in fields(cls)))
+
+    def reduce(self: Any) -> tuple[type[Any], tuple[Any, ...]]:
+        return cls, values(self)
+
+    cls.__reduce__ = reduce  # type: ignore[assignment]  # a method, set on the class
+    return cls
+
+
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Line:
     """One line of a log as an editor numbers it (1-based, split on newlines only)."""
@@ -17,6 +35,7 @@ class Line:
     timestamp: float | None = None
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Hit:
     """A fingerprint that matched a line, with its named groups."""

@@ -94,14 +94,13 @@ def _head_end(data: bytes) -> int:
     return _lines_end(data, 0, MAX_BLOCK_LINES)
 
 
-def _block_lines(data: bytes, marks: list[int],
-                 head_end: int) -> tuple[tuple[int, ...], dict[int, str]]:
+def _block_lines(data: bytes, marks: list[int], head_end: int,
+                 numbers: LineCounter) -> tuple[tuple[int, ...], dict[int, str]]:
     """The numbers of the lines at `marks` (traceback headers and chain markers), and the lines
     after the head (ending at `head_end`) a block may run through: at most MAX_BLOCK_LINES from
     its start."""
     starts, kept = [], {}
     free, free_offset = MAX_BLOCK_LINES, head_end  # the first line not kept yet, and its start
-    numbers = LineCounter(data)
     for offset in marks:
         number = numbers.at(offset)
         starts.append(number)
@@ -136,25 +135,25 @@ class Scanner:
         regular file's: they are read from it again if a traceback runs into them)."""
         data = chunk.data
         found: dict[int, tuple[Line, list[Hit]]] = {}
-        hits, signals, marks, metric_lines, scale_words = self.matcher.find_chunk(chunk)
+        hits, signals, marks, metric_lines, scale_words, positioned = \
+            self.matcher.find_chunk(chunk)
         if len(data) <= PASTE_MAX_BYTES:
             text = chunk.text
             pasted = pasted_hits(self.matcher, text)
             at = byte_offsets(text, (offset for offset, _ in pasted))
             hits = list(dict.fromkeys([*hits, *((at[offset], hit) for offset, hit in pasted)]))
-        numbers = LineCounter(data)
+        numbers = LineCounter(data)  # numbers hits, marks and samples, then counts the lines
         for offset, hit in sorted(hits, key=lambda item: item[0]):
             number = numbers.at(offset)
             if number not in found:
                 found[number] = (chunk.line_at(offset, number), [])
             found[number][1].append(hit)
         head_end = _head_end(data) if keep_head or marks else 0  # a worker's quiet chunk: none
-        starts, kept = _block_lines(data, marks, head_end) if marks else ((), {})
-        lines = LineCounter(data)  # numbers the samples, then counts the rest of the lines
-        samples = tuple(scan_metrics(chunk, signals, lines, self.metric_patterns, metric_lines,
-                                     scale_words))
+        starts, kept = _block_lines(data, marks, head_end, numbers) if marks else ((), {})
+        samples = tuple(scan_metrics(chunk, signals, numbers, self.metric_patterns,
+                                     metric_lines, scale_words, positioned))
         ranks = census(decoded(data if chunk.index == 0 else data[:CENSUS_SPAN]))
         return ChunkScan(
-            chunk.path, chunk.index, chunk.size, lines.at(len(data)), frozenset(ranks),
+            chunk.path, chunk.index, chunk.size, numbers.at(len(data)), frozenset(ranks),
             tuple((line, tuple(hits)) for line, hits in found.values()), samples, starts,
             data[:head_end] if keep_head else None, kept)

@@ -12,6 +12,7 @@ line, since decoding a whole chunk costs more than scanning it.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -79,15 +80,22 @@ class Chunk:
 
 
 class LineCounter:
-    """Line numbers (from 0) at increasing offsets of bytes, counting each newline once."""
+    """Line numbers (from 0) at offsets of bytes, counted from the nearest offset asked before:
+    offsets asked in order count each newline once, and so do several such runs (hits, then
+    traceback marks, then samples) over little more than one pass."""
 
     def __init__(self, data: bytes) -> None:
-        self.data, self.offset, self.number = data, 0, 0
+        self.data = data
+        self._offsets, self._numbers = [0], [0]
 
     def at(self, offset: int) -> int:
-        self.number += self.data.count(b"\n", self.offset, offset)
-        self.offset = offset
-        return self.number
+        index = bisect_right(self._offsets, offset) - 1
+        known = self._offsets[index]
+        number = self._numbers[index] + self.data.count(b"\n", known, offset)
+        if offset != known:
+            self._offsets.insert(index + 1, offset)
+            self._numbers.insert(index + 1, number)
+        return number
 
 
 def capped(text: str) -> str:

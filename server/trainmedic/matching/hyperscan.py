@@ -24,7 +24,7 @@ from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.reader import Chunk, char_offsets, decoded
 from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.matching.python import Found, Matcher, signal_patterns
-from trainmedic.metrics.samples import SCALE_WORDS, SIGNALS
+from trainmedic.metrics.samples import POSITIONED, SCALE_WORDS, SIGNALS
 from trainmedic.model import Hit
 
 _MARK = 1 << 30  # the candidate index of a traceback marker's line
@@ -165,7 +165,7 @@ class HyperscanMatcher(Matcher):
         expressions += [re.escape(word) for word in SCALE_WORDS]
         flags = [_flags(p.fingerprint) for p in self.patterns]
         flags += [hyperscan.HS_FLAG_MULTILINE | (
-            hyperscan.HS_FLAG_SINGLEMATCH if name in SIGNALS
+            hyperscan.HS_FLAG_SINGLEMATCH if name in SIGNALS and name != POSITIONED
             else hyperscan.HS_FLAG_PREFILTER) for name in signals]
         flags += [0] * (len(MARKERS) + len(SCALE_WORDS))
         self._database = _database([e.encode() for e in expressions], flags)
@@ -183,7 +183,7 @@ class HyperscanMatcher(Matcher):
         data = text.encode("utf-8", errors="surrogatepass")
         found = self.find_bytes(data)
         if len(data) == len(text):
-            return found._replace(scale_words=None)  # a chunk's, at its bytes
+            return found._replace(scale_words=None, positioned=None)  # a chunk's, at its bytes
         return found.moved(partial(char_offsets, data))
 
     def find_chunk(self, chunk: Chunk) -> Found:
@@ -198,6 +198,7 @@ class HyperscanMatcher(Matcher):
         fingerprints = len(self.patterns)
         markers = fingerprints + len(self._signal_names)
         words, ends = self._words, tuple(list[int]() for _ in SCALE_WORDS)
+        positioned: list[int] = []
 
         def found(index: int, start: int, end: int, flags: int, context: Any) -> None:
             if index >= words:  # the most frequent: Megatron-LM prints the scale every step
@@ -207,6 +208,8 @@ class HyperscanMatcher(Matcher):
                 name = self._signal_names[index - fingerprints]
                 if name in SIGNALS:
                     signals.add(name)
+                    if name == POSITIONED:
+                        positioned.append(end)
                     return
                 index = _METRIC + index - fingerprints
             line_start = data.rfind(b"\n", 0, max(end - 1, 0)) + 1
@@ -220,7 +223,8 @@ class HyperscanMatcher(Matcher):
         hits, marks, metric_lines = self._confirmed(data, candidates, signals)
         scale_words = tuple([end - len(word) for end in sorted(found_ends)]
                             for word, found_ends in zip(SCALE_WORDS, ends, strict=True))
-        return Found(hits, frozenset(signals), marks, metric_lines, scale_words)
+        return Found(hits, frozenset(signals), marks, metric_lines, scale_words,
+                     sorted(positioned))
 
     def _confirmed(self, data: bytes, candidates: set[tuple[int, int]],
                    signals: set[str]) -> tuple[list[tuple[int, Hit]], list[int], list[int]]:

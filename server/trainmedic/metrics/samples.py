@@ -13,12 +13,12 @@ import math
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import AnyStr
 
 from trainmedic.logs.prefixes import parse_rank
 from trainmedic.logs.reader import MAX_LINE_CHARS, Chunk, LineCounter, decoded
-from trainmedic.model import Line
+from trainmedic.model import Line, pickled_by_fields
 
 METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 
@@ -28,9 +28,10 @@ _TRIGGER_BYTES = re.compile(rb"(?i:loss|grad[_ ]norm)")
 # as its fingerprints. A non-finite or zero loss makes a chunk worth reading in full; loss-scale
 # changes and skipped steps are rare and exact, so their lines are always read. A non-finite
 # value counts only where a metric is printed (after `:`/`=` or the word loss): Megatron-LM's
-# every step line says "number of nan iterations:   0", which is no NaN at all.
+# every step line says "number of nan iterations:   0", which is no NaN at all. A non-finite
+# value is printed on its metric's line, so its match stays on one line.
 SIGNALS = {
-    "non-finite": r"(?:[:=]|(?i:loss))\s{0,3}[-+]?(?:nan|NaN|inf|Inf)\b",
+    "non-finite": r"(?:[:=]|(?i:loss))[ \t]{0,3}[-+]?(?:nan|NaN|inf|Inf)\b",
     "zero-loss": r"loss['\"]?\s{0,3}[:=]\s{0,3}0(?:\.0*)?(?:[^\w.]|$)",
     "scale": r"cale|Skipping",
 }
@@ -38,6 +39,9 @@ SIGNALS = {
 # `re` looks for the signal only around them, far quicker than over the whole text.
 SIGNAL_WORDS = {"non-finite": ("nan", "NaN", "inf", "Inf")}
 SIGNAL_REACH = 12  # characters a signal's match may run before its word
+# The signal whose matches a matcher may report where they end, in its own pass (see
+# `scan_metrics`): where a loss or norm is not finite.
+POSITIONED = "non-finite"
 # A chunk is searched as bytes (the same patterns: they are ASCII), decoded line by line.
 _SIGNAL_BYTES = {name: re.compile(pattern.encode(), re.MULTILINE)
                  for name, pattern in SIGNALS.items()}
@@ -84,6 +88,7 @@ _KEYS = {
 }
 
 
+@pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class Sample:
     """One line's metric values; `overflow` marks a step skipped for inf/NaN gradients;
@@ -109,19 +114,20 @@ def _float(text: str) -> float | None:
         return None
 
 
-def parse_sample(body: str, extra: Sequence[re.Pattern[str]] = ()) -> Sample | None:
+def parse_sample(body: str, extra: Sequence[re.Pattern[str]] = (),
+                 repeats: int = 0) -> Sample | None:
     """The metrics printed on one line, or None when it carries none.
 
-    `extra` are rules' own metric patterns, tried first, for formats this module does not know.
+    `extra` are rules' own metric patterns, tried first, for formats this module does not know;
+    `repeats` is the sample's count of unread lines that said the same.
     """
     values = _extra_values(body, extra) if extra else {}
     extra_step, extra_skipped = values.pop("step", math.nan), values.pop("skipped", 0.0)
     step = int(extra_step) if math.isfinite(extra_step) else None
     skipped = int(extra_skipped) if math.isfinite(extra_skipped) else 0
-    for match in _PAIR.finditer(body):
-        name = _KEYS.get(match.group("key").lower())
-        value = _float(match.group("value"))
-        if name is None or value is None:
+    for key, text in _PAIR.findall(body):
+        name = _KEYS.get(key.lower())
+        if name is None or (value := _float(text)) is None:
             continue
         if name == "step":
             if math.isfinite(value) and step is None:
@@ -148,7 +154,7 @@ def parse_sample(body: str, extra: Sequence[re.Pattern[str]] = ()) -> Sample | N
         step = int(plain_step.group(1))
     if not values and not skipped:
         return None
-    return Sample(tuple(sorted(values.items())), step, overflow is not None, skipped)
+    return Sample(tuple(sorted(values.items())), step, overflow is not None, skipped, repeats)
 
 
 METRIC_GROUPS = frozenset({*METRICS, "step", "skipped"})
@@ -246,14 +252,33 @@ def _scale_lines(data: bytes, every: bool, read: set[int],
     return kept
 
 
+def _notable_lines(data: bytes, signals: frozenset[str],
+                   positioned: Sequence[int] | None) -> list[int]:
+    """Where the lines printing a non-finite or zero loss or norm start; `positioned` are where
+    the matcher saw the POSITIONED signal's matches end (None: not looked for)."""
+    found: list[int] = []
+    for name in ("non-finite", "zero-loss"):
+        if name not in signals:
+            continue
+        if name == POSITIONED and positioned is not None:
+            found.extend(end - 1 for end in positioned)
+        elif name in _SIGNAL_WORDS_BYTES:
+            found.extend(signal_matches(_SIGNAL_BYTES[name], data, _SIGNAL_WORDS_BYTES[name]))
+        else:
+            found.extend(match.start() for match in _SIGNAL_BYTES[name].finditer(data))
+    return sorted({data.rfind(b"\n", 0, position) + 1 for position in found})
+
+
 def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
                  extra: Sequence[re.Pattern[str]] = (),
                  metric_lines: Sequence[int] = (),
                  scale_words: Sequence[Sequence[int]] | None = None,
+                 positioned: Sequence[int] | None = None,
                  ) -> Iterator[tuple[Sample, Line]]:
     """The samples of one chunk holding `signals`, with their lines numbered by `lines` (rank
     set, no timestamp); `metric_lines` are where the matcher saw one of the `extra` patterns,
-    `scale_words` where it saw each of SCALE_WORDS (None: not looked for).
+    `scale_words` where it saw each of SCALE_WORDS, `positioned` where the matches of the
+    POSITIONED signal end (None: not looked for).
 
     A chunk shorter than SHORT_CHUNK_BYTES is read line by line. A longer one is cut into
     SAMPLES_PER_CHUNK equal slots and the first metric line of each is read: plenty for the
@@ -269,13 +294,9 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
     data = chunk.data
     short = len(data) < SHORT_CHUNK_BYTES
     triggers = _one_per_slot(data, 1 if short else len(data) // SAMPLES_PER_CHUNK)
-    notable = [position for name in ("non-finite", "zero-loss") if name in signals
-               for position in (
-                   signal_matches(_SIGNAL_BYTES[name], data, _SIGNAL_WORDS_BYTES[name])
-                   if name in _SIGNAL_WORDS_BYTES else
-                   (m.start() for m in _SIGNAL_BYTES[name].finditer(data)))]
+    notable = _notable_lines(data, signals, positioned)
     start, end, ranks = 0, 0, set[int | None]()
-    for position in sorted(notable):
+    for position in notable:
         if position - NOTABLE_CONTEXT > end:  # a new stretch: read the one before
             triggers.extend(_lines_of(chunk, start, end, ranks))
             start, ranks = max(0, position - NOTABLE_CONTEXT), set()
@@ -299,9 +320,7 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
         number = lines.at(start)
         text = decoded(data[start:end])
         rank, body = parse_rank(text)
-        sample = parse_sample(body, extra)
+        sample = parse_sample(body, extra, repeats.get(start, 0))
         if sample is None:
             continue
-        if repeats.get(start):
-            sample = replace(sample, repeats=repeats[start])
         yield sample, Line(chunk.path, number, text[:MAX_LINE_CHARS], rank)
