@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from shared_files import CORPUS, MISSING, case_id, healthy_logs, need
 
 from trainmedic.catalogue.load import bundled
@@ -483,3 +485,19 @@ def test_non_finite_lines_from_the_matchers_match_ends_are_those_it_finds_itself
         read = [samples.scan_metrics(chunk, found.signals, LineCounter(data), (), (), None,
                                      positioned) for positioned in (found.positioned, None)]
         assert repr(list(read[0])) == repr(list(read[1]))  # reprs: NaN is not NaN
+
+
+@given(st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0, 1e-3, 7.25]) | st.floats(0, 10),
+                max_size=200),
+       st.integers(1, 60), st.integers(1, 60))
+def test_running_median_is_the_median_of_the_window_before(values: list[float], window: int,
+                                                           min_history: int) -> None:
+    import statistics
+
+    from trainmedic.metrics.detectors.base import RunningMedian
+
+    running = RunningMedian(window, min_history)
+    for index, value in enumerate(values):
+        seen = values[max(0, index - window):index]
+        assert running.before(value) == (
+            statistics.median(seen) if len(seen) >= min_history else None)

@@ -206,3 +206,21 @@ def test_a_traceback_across_a_chunk_boundary_is_read_whole_by_workers(
         [(t.exception, t.frames) for t in alone.tracebacks] == \
         [("RuntimeError", ("train.py:7 in <module>", "model.py:3 in forward"))]
     assert to_dict(both, CATALOGUE) == to_dict(alone, CATALOGUE)
+
+
+def test_a_diagnosis_leaves_no_reference_cycles(big_log: Path) -> None:
+    """`diagnose` turns the collector off for the run: that is only right while reading,
+    scanning and folding leave no cycles behind for it to find."""
+    import gc
+
+    logs = [big_log, ROOT / "examples" / "fp16-loss-scale-4ranks.log",
+            *sorted((ROOT / "tests" / "fixtures").rglob("*.log"))[:40]]
+    gc.collect()
+    gc.disable()
+    try:
+        for log in logs:
+            with log.open("rb") as stream:
+                diagnose([(str(log), stream)], CATALOGUE)
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

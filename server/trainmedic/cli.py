@@ -201,6 +201,11 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"trainmedic: reading with {jobs} process{'es' if jobs > 1 else ''}",
               file=sys.stderr)
     reporting = sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES
+    import gc
+
+    # A diagnosis leaves no reference cycles behind (a test checks), so the collector would only
+    # walk its growing evidence again and again, here and in the workers forked from here.
+    gc.disable()
     try:
         with opened(files, args.max_bytes) as streams:
             diagnosis = diagnose(streams, catalogue, matcher, jobs,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, insort
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -70,26 +71,27 @@ class Detector:
         raise NotImplementedError
 
 
-def _median(values: list[float]) -> float:
-    """The middle value, or the mean of the middle two (as `statistics.median`, whose import
-    costs more than a short diagnosis spends on medians)."""
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 @dataclass
 class RunningMedian:
-    """The median of the last `window` finite values, once `min_history` of them were seen."""
+    """The median of the last `window` finite values, once `min_history` of them were seen.
+
+    The window is also kept sorted, so each median is read, not sorted for (two detectors of
+    every rank ask for one at every sample)."""
 
     window: float
     min_history: float
     history: list[float] = field(default_factory=list)  # a deque's first block is 10x bigger
+    ordered: list[float] = field(default_factory=list)  # the history, sorted
 
     def before(self, value: float) -> float | None:
         """The median before `value` (None while the history is short); then keeps `value`."""
-        median = _median(self.history) if len(self.history) >= self.min_history else None
+        ordered, median = self.ordered, None
+        count = len(ordered)
+        if count >= self.min_history:
+            middle = count // 2
+            median = ordered[middle] if count % 2 else (ordered[middle - 1] + ordered[middle]) / 2
         self.history.append(value)
-        if len(self.history) > self.window:
-            del self.history[0]
+        insort(ordered, value)
+        if count >= self.window:
+            del ordered[bisect_left(ordered, self.history.pop(0))]
         return median
