@@ -154,3 +154,37 @@ def test_the_pre_commit_hook_hands_over_exactly_the_files_check_reads() -> None:
     files = re.compile(hook["files"])
     assert all(files.search(f"src/train{suffix}") for suffix in SUFFIXES)
     assert not any(files.search(name) for name in ("run", "notes.txt", "stubs.pyi", "a.py.bak"))
+
+
+def test_generated_code_is_not_checked_at_length(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """A module of 40,000 lines (a protobuf module, a dumped table) would take seconds and
+    hundreds of MB to check; named it is one line and exit 3, walked it is skipped, at once."""
+    from trainmedic.checks.findings import MAX_CHECKED_CHARS
+
+    lines = ["import torch", "scaler = torch.cuda.amp.GradScaler()"]  # TM101, were it read
+    lines += [f"TABLE_{i} = torch.zeros({i})" for i in range(MAX_CHECKED_CHARS // 25)]
+    generated = tmp_path / "table_pb2.py"
+    generated.write_text("\n".join(lines) + "\n", "utf-8")
+    shutil.copy(FIXTURES / "clean" / "bf16-no-scaler.py", tmp_path / "train.py")
+    assert main(["check", str(generated)]) == EXIT_INPUT
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "table_pb2.py: cannot check: 1.3 MiB of text, longer than the 1 MiB checked" in err
+    assert main(["check", str(tmp_path)]) == EXIT_OK
+    captured = capsys.readouterr()
+    assert "table_pb2.py: skipped (1.3 MiB of text" in captured.err
+    assert captured.out == "No findings in 1 file.\n"
+
+
+def test_a_file_too_large_for_any_kind_checked_is_not_read_whole(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from trainmedic.checks.command import MAX_READ_BYTES
+
+    huge = tmp_path / "train.py"
+    with huge.open("wb") as out:
+        out.truncate(MAX_READ_BYTES + 1)  # sparse: no disk is written
+    assert main(["check", str(huge)]) == EXIT_INPUT
+    assert capsys.readouterr().err.endswith(
+        "train.py: cannot check: larger than 64 MiB, not a script, config or notebook\n")

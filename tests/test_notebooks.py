@@ -92,6 +92,15 @@ def test_ipython_lines_and_broken_cells_do_not_hide_the_others() -> None:
     assert (found.cell, found.finding.code, found.finding.range.start.line) == (4, "TM110", 1)
 
 
+def test_a_cell_of_pasted_data_is_not_read_and_does_not_hide_the_others() -> None:
+    from trainmedic.checks.findings import MAX_CHECKED_CHARS
+
+    pasted = "rows = [\n" + "    (1, 2, 3),\n" * (MAX_CHECKED_CHARS // 14) + "]"
+    text = notebook(pasted, "import torch\nstate = torch.load('ckpt.pt')")
+    (found,) = run_notebook_checks("nb.ipynb", text)
+    assert (found.cell, found.finding.code) == (2, "TM110")
+
+
 def test_suppression_comment_works_in_a_cell() -> None:
     text = notebook("import torch\nstate = torch.load('ckpt.pt')  # trainmedic: ignore[TM110]")
     assert run_notebook_checks("nb.ipynb", text) == []

@@ -30,6 +30,9 @@ from trainmedic.logs.inputs import SNIFF_BYTES, InputError, is_binary, open_regu
 
 ENTRY_URL = "https://trainmedic.dev/rules/{}"
 MAX_WALKED_BYTES = 1 << 20  # larger JSON/YAML met in a walk is data, not a config
+# Read at most this much of a file: a notebook holds its outputs (images, tables) too, but a
+# larger file is none of the kinds checked, and reading it whole could exhaust memory.
+MAX_READ_BYTES = 64 << 20
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 BOM = "\ufeff"
 
@@ -86,9 +89,12 @@ def read(path: Path) -> str:
     """The file's text with its newlines as they are; InputError when it is not text."""
     try:
         with open_regular(str(path)) as stream:  # a pipe named train.py would block
-            data = stream.read()
+            data = stream.read(MAX_READ_BYTES + 1)
     except OSError as error:
         raise InputError(f"{path}: {error.strerror or error}") from None
+    if len(data) > MAX_READ_BYTES:
+        raise InputError(f"{path}: larger than {MAX_READ_BYTES >> 20} MiB, not a script, "
+                         "config or notebook")
     if is_binary(data[:SNIFF_BYTES]):
         raise InputError(f"{path}: binary file, not a script or config")
     try:

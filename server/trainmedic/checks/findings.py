@@ -60,6 +60,11 @@ class CheckFinding:
     fix: tuple[TextEdit, ...] | None = None
 
 
+# A script or config longer than this is generated (a protobuf module, a data dump), not
+# written: parsing and checking it would cost seconds and hundreds of MB at every edit.
+MAX_CHECKED_CHARS = 1 << 20
+
+
 class CheckError(Exception):
     """A file the checks cannot read (a syntax error); `str()` is the one line a user sees."""
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 
-from trainmedic.checks.findings import CheckFinding, Position, TextEdit, split_lines
+from trainmedic.checks.findings import (
+    MAX_CHECKED_CHARS,
+    CheckError,
+    CheckFinding,
+    Position,
+    TextEdit,
+    split_lines,
+)
 from trainmedic.checks.protocol import Check
 from trainmedic.checks.registry import CHECKS
 from trainmedic.checks.sources.config import parse_json, parse_yaml
@@ -34,9 +41,13 @@ def run_checks(path: str, text: str,
     The kind of file comes from the suffix of `path` (a notebook's findings are in its
     cells: see `run_notebook_checks`). Raises `CheckError` when the text does
     not parse as that kind of file (configs are parsed only when they mention a precision
-    setting or an NCCL variable).
+    setting or an NCCL variable), or is longer than MAX_CHECKED_CHARS.
     """
     kind = file_kind(path)
+    if len(text) > MAX_CHECKED_CHARS and kind is not None:
+        raise CheckError(f"{len(text) / (1 << 20):.1f} MiB of text, longer than the "
+                         f"{MAX_CHECKED_CHARS >> 20} MiB checked: generated code or data, "
+                         "not a training script or config")
     found: list[CheckFinding] = []
     if kind == "python":
         src = PythonSource.parse(path, text)

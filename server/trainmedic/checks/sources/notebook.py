@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainmedic.checks.findings import (
+    MAX_CHECKED_CHARS,
     NEWLINES,
     CheckError,
     CheckFinding,
@@ -64,8 +65,9 @@ class CellFinding:
 
 
 def _python_lines(source: str) -> str | None:
-    """The cell as plain Python (IPython lines made `pass`), or None when it is not Python."""
-    if source.lstrip().startswith("%%"):
+    """The cell as plain Python (IPython lines made `pass`), or None when it is not Python
+    (or too long to be a cell anyone wrote)."""
+    if source.lstrip().startswith("%%") or len(source) > MAX_CHECKED_CHARS:
         return None
     lines = [f"{m.group(1)}pass" if (m := _IPYTHON_LINE.match(line)) else line
              for line in split_lines(source)]

@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from trainmedic.checks import ignore_edit
-from trainmedic.checks.findings import split_lines
+from trainmedic.checks.findings import CheckError, split_lines
 from trainmedic.checks.runner import check_script
 from trainmedic.checks.sources.notebook import CellFinding, NotebookScript
 from trainmedic.lsp.check_conversions import (
@@ -85,7 +85,11 @@ class Notebooks:
             if found is None:
                 return
             script, state = found
-            findings = await asyncio.to_thread(check_script, script)
+            try:
+                findings = await asyncio.to_thread(check_script, script)
+            except CheckError as error:
+                logger.debug("not checked: notebook %s: %s", uri, error)
+                return
             self.publish(uri, CheckedNotebook(state.version, state.cells, state.lines,
                                               tuple(findings)))
         except asyncio.CancelledError:
