@@ -32,14 +32,15 @@ class _Source:
         rank, body = parse_rank(text)
         return (self.rank if rank is None else rank), body
 
-    def event_rank(self, line: Line, ends_traceback: bool) -> tuple[int | None, str]:
-        """An event line's rank: its own, else that of the error being relayed, which runs
-        to the end of the next traceback (at most MAX_BLOCK_LINES lines on)."""
-        rank, body = self.rank_of(line.text)
+    def event_rank(self, text: str, number: int,
+                   ends_traceback: bool) -> tuple[int | None, str]:
+        """The rank of event line `number`: its own, else that of the error being relayed,
+        which runs to the end of the next traceback (at most MAX_BLOCK_LINES lines on)."""
+        rank, body = self.rank_of(text)
         relayed = relayed_rank(body)
         if relayed is not None:
-            self.relayed = relayed, line.number
-        elif self.relayed is not None and line.number - self.relayed[1] > MAX_BLOCK_LINES:
+            self.relayed = relayed, number
+        elif self.relayed is not None and number - self.relayed[1] > MAX_BLOCK_LINES:
             self.relayed = None
         elif rank is None and self.relayed is not None:
             rank = self.relayed[0]
@@ -92,10 +93,10 @@ class EventExtractor:
         for number in sorted(hits.keys() | blocks.keys()):
             line, found = hits[number] if number in hits else (blocks[number][0], ())
             block = blocks.get(number)
-            line = replace(line, number=number)
-            rank, body = source.event_rank(line, block is not None)
+            rank, body = source.event_rank(line.text, number, block is not None)
             stamp = source.clock.parse(body)
-            line = replace(line, rank=rank, timestamp=stamp if stamp is not None else file_time)
+            line = Line(line.path, number, line.text, rank,
+                        stamp if stamp is not None else file_time)
             traceback = block[1] if block else None
             if traceback is not None and traceback.rank is None and rank is not None:
                 traceback = replace(traceback, rank=rank)
