@@ -71,3 +71,26 @@ def test_line_numbers_are_right_in_whatever_order_offsets_are_asked() -> None:
     offsets = [*range(0, len(data), 997), len(data), 5, 4000, 3999, 0, 7000, 2, len(data) - 1]
     assert [counter.at(offset) for offset in offsets] == [
         data.count(b"\n", 0, offset) for offset in offsets]
+
+
+def test_line_numbers_asked_out_of_order_cost_linear_time() -> None:
+    """Hits, then traceback marks between them, on a chunk of 250,000 short lines: keeping a
+    line number for every offset asked made this 9 s a chunk (each one was inserted into a
+    list as long as the chunk's hits). Both the bytes counted and the numbers kept are
+    bounded by the chunk's length."""
+    from trainmedic.logs.reader import COUNTER_STRIDE
+
+    class Counted(bytes):
+        scanned = 0
+
+        def count(self, sub: object, start: int = 0, end: int | None = None) -> int:
+            Counted.scanned += (len(self) if end is None else end) - start
+            return super().count(sub, start, end)  # type: ignore[arg-type]
+
+    data = Counted(b"x\n" * 250_000)
+    counter = LineCounter(data)
+    hits, marks = range(0, len(data), 4), range(2, len(data), 4)
+    assert [counter.at(offset) for offset in hits] == [offset // 2 for offset in hits]
+    assert [counter.at(offset) for offset in marks] == [offset // 2 for offset in marks]
+    assert Counted.scanned <= len(data) + len(marks) * COUNTER_STRIDE
+    assert len(counter._strides) <= len(data) // COUNTER_STRIDE + 1

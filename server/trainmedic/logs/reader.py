@@ -12,7 +12,6 @@ line, since decoding a whole chunk costs more than scanning it.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,6 +22,7 @@ from trainmedic.model import Line
 CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 1 << 20
 MAX_LINE_CHARS = 4000  # what a Line keeps for display; matching sees the whole line
+COUNTER_STRIDE = 1 << 12  # bytes between the line numbers a LineCounter keeps
 
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
@@ -80,22 +80,28 @@ class Chunk:
 
 
 class LineCounter:
-    """Line numbers (from 0) at offsets of bytes, counted from the nearest offset asked before:
-    offsets asked in order count each newline once, and so do several such runs (hits, then
-    traceback marks, then samples) over little more than one pass."""
+    """Line numbers (from 0) at offsets of bytes. Offsets asked in order count each newline
+    once; an offset behind the furthest one asked is counted from the line number kept at
+    every COUNTER_STRIDE bytes, so several runs in order (hits, then traceback marks, then
+    samples) cost little more than one pass, and no order costs more than linear time."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self._offsets, self._numbers = [0], [0]
+        self.offset = self.number = 0  # the furthest offset asked, and its line number
+        self._strides = [0]  # the line number at each multiple of COUNTER_STRIDE so far
 
     def at(self, offset: int) -> int:
-        index = bisect_right(self._offsets, offset) - 1
-        known = self._offsets[index]
-        number = self._numbers[index] + self.data.count(b"\n", known, offset)
-        if offset != known:
-            self._offsets.insert(index + 1, offset)
-            self._numbers.insert(index + 1, number)
-        return number
+        data, strides = self.data, self._strides
+        if offset < self.offset:
+            start = offset // COUNTER_STRIDE * COUNTER_STRIDE
+            return strides[start // COUNTER_STRIDE] + data.count(b"\n", start, offset)
+        while (stride := len(strides) * COUNTER_STRIDE) <= offset:
+            self.number += data.count(b"\n", self.offset, stride)
+            self.offset = stride
+            strides.append(self.number)
+        self.number += data.count(b"\n", self.offset, offset)
+        self.offset = offset
+        return self.number
 
 
 def capped(text: str) -> str:
