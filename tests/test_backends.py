@@ -50,6 +50,21 @@ def test_backends_find_the_same_hits_signals_and_lines_in_every_corpus_log() -> 
 
 
 @pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+def test_backends_agree_on_lines_holding_thousands_of_matches() -> None:
+    """Hyperscan reports every match; those of one line share the line's start, found once
+    per line (looking it up for each made a megabyte line of matches quadratic)."""
+    text = ("[rank0]: " + "loss=nan " * 5000 + "\n" + "[rank1]: step 2 loss=nan\n"
+            + "\n" + "RuntimeError: CUDA error: out of memory " * 300 + "\n"
+            + "[rank2]: Traceback (most recent call last):\n")
+    python, native = (matcher_for(CATALOGUE, backend) for backend in ("python", "hyperscan"))
+    pure, fast_found = python.find(text), native.find(text)
+    assert sorted(map(repr, pure.hits)) == sorted(map(repr, fast_found.hits))
+    assert len(pure.hits) > 5000
+    assert (pure.signals, pure.marks, pure.metric_lines) == \
+        (fast_found.signals, fast_found.marks, fast_found.metric_lines)
+
+
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
 def test_one_hyperscan_matcher_scans_in_several_threads_at_once() -> None:
     """The language server shares one matcher between its event loop and worker threads."""
     matcher = matcher_for(CATALOGUE, "hyperscan")

@@ -199,6 +199,9 @@ class HyperscanMatcher(Matcher):
         markers = fingerprints + len(self._signal_names)
         words, ends = self._words, tuple(list[int]() for _ in SCALE_WORDS)
         positioned: list[int] = []
+        # The newlines around the last match's line: a line of a megabyte may hold a hundred
+        # thousand matches, and each looking back for its line start made that quadratic.
+        line = [-1, -1]
 
         def found(index: int, start: int, end: int, flags: int, context: Any) -> None:
             if index >= words:  # the most frequent: Megatron-LM prints the scale every step
@@ -212,8 +215,12 @@ class HyperscanMatcher(Matcher):
                         positioned.append(end)
                     return
                 index = _METRIC + index - fingerprints
-            line_start = data.rfind(b"\n", 0, max(end - 1, 0)) + 1
-            candidates.add((line_start, _MARK if index >= markers and index < _METRIC
+            last = max(end - 1, 0)  # the match's last byte, or the newline it ends on
+            if not line[0] < last <= line[1]:
+                before = data.rfind(b"\n", 0, last)
+                after = data.find(b"\n", before + 1)
+                line[0], line[1] = before, len(data) if after < 0 else after
+            candidates.add((line[0] + 1, _MARK if index >= markers and index < _METRIC
                             else index))
 
         scratch = getattr(self._local, "scratch", None)

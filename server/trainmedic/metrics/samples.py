@@ -266,7 +266,13 @@ def _notable_lines(data: bytes, signals: frozenset[str],
             found.extend(signal_matches(_SIGNAL_BYTES[name], data, _SIGNAL_WORDS_BYTES[name]))
         else:
             found.extend(match.start() for match in _SIGNAL_BYTES[name].finditer(data))
-    return sorted({data.rfind(b"\n", 0, position) + 1 for position in found})
+    starts, line_end = [], -1
+    for position in sorted(found):
+        if position > line_end:  # a line not seen yet (a long line may hold thousands)
+            starts.append(data.rfind(b"\n", 0, position) + 1)
+            line_end = data.find(b"\n", position)
+            line_end = len(data) if line_end < 0 else line_end
+    return starts
 
 
 def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
