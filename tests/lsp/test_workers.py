@@ -137,3 +137,30 @@ def test_idle_workers_stop_and_the_next_job_starts_new_ones(big_log: Path,
         assert answer(big_log, workers) == alone  # new workers
     finally:
         workers.shutdown()
+
+
+def test_a_piece_names_its_catalogue_and_does_not_carry_it(big_log: Path, workers: Workers,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pieces that carried the catalogue (hundreds of kilobytes each) could fill the pipe to
+    the workers; a worker killed then left the pool's feeder blocked, and the server's exit
+    hung. A piece is now a few hundred bytes, and the catalogue's file goes at shutdown."""
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    sent: list[int] = []
+    real_submit = ProcessPoolExecutor.submit
+
+    def measured(pool: ProcessPoolExecutor, *args: object) -> object:
+        sent.append(len(pickle.dumps(args)))
+        return real_submit(pool, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", measured)
+    assert answer(big_log, workers)["diagnoses"]
+    assert len(pickle.dumps(CATALOGUE)) > 50_000
+    assert len(sent) > 1
+    assert max(sent) < 1_000
+    folder = workers._rules_folder
+    assert folder is not None
+    assert len(os.listdir(folder)) == 1
+    workers.shutdown()
+    assert not os.path.exists(folder)

@@ -9,9 +9,12 @@ want them and are kept for the next ones, until IDLE_SECONDS pass without a job 
 hold tens of megabytes; starting them again costs a fraction of a second) or the server shuts
 down; a worker whose server has gone (killed, say) exits on its own.
 
-A Scanner does not pickle (a Hyperscan database, compiled patterns), so each piece carries its
-catalogue, pickled once per job, and each worker builds a scanner for it the first time it sees
-it (Hyperscan loads its compiled database from the disk cache) and keeps the last few.
+A Scanner does not pickle (a Hyperscan database, compiled patterns), so each piece names a
+file holding its catalogue, pickled once per job, and each worker builds a scanner for it the
+first time it sees it (Hyperscan loads its compiled database from the disk cache) and keeps the
+last few. A piece carrying the catalogue itself (hundreds of kilobytes) could fill the pipe to
+the workers; a worker killed then left the pool's feeding thread blocked for good, and the
+server hung when it exited.
 """
 
 from __future__ import annotations
@@ -43,16 +46,17 @@ IDLE_SECONDS = 300.0
 PRELOADED = [__name__, "trainmedic.diagnosis.engine", "trainmedic.matching.hyperscan",
              "hyperscan"]
 
-_scanners: OrderedDict[bytes, Scanner] = OrderedDict()  # a worker's, by pickled catalogue
+_scanners: OrderedDict[str, Scanner] = OrderedDict()  # a worker's, by its catalogue's file
 
 
-def _scanner(rules: bytes) -> Scanner:
+def _scanner(rules: str) -> Scanner:
     from trainmedic.diagnosis.engine import scanner_for
     from trainmedic.matching.choice import matcher_for
 
     scanner = _scanners.pop(rules, None)
     if scanner is None:
-        catalogue = pickle.loads(rules)
+        with open(rules, "rb") as stream:
+            catalogue = pickle.load(stream)
         scanner = scanner_for(catalogue, matcher_for(catalogue))
     _scanners[rules] = scanner  # the newest last
     while len(_scanners) > KEPT_SCANNERS:
@@ -60,7 +64,7 @@ def _scanner(rules: bytes) -> Scanner:
     return scanner
 
 
-def _scan(rules: bytes, path: str, first: int, stop: int | None, folder: str) -> str:
+def _scan(rules: str, path: str, first: int, stop: int | None, folder: str) -> str:
     from trainmedic.events.parallel import scan_piece
 
     return scan_piece(_scanner(rules), path, first, stop, folder)
@@ -91,6 +95,7 @@ class Workers:
         self._lock = threading.Lock()  # two jobs may start at once
         self._jobs = 0
         self._idle: threading.Timer | None = None
+        self._rules_folder: str | None = None  # the catalogues' files, made on first use
 
     @contextmanager
     def job(self, catalogue: Catalogue) -> Iterator[Submit]:
@@ -135,7 +140,7 @@ class Workers:
         next job starts new workers."""
         from concurrent.futures.process import BrokenProcessPool
 
-        rules = pickle.dumps(catalogue)
+        rules = self._rules_file(catalogue)
         pool, first_piece = self._started(), True
 
         def submit(path: str, first: int, stop: int | None, folder: str) -> Future[str]:
@@ -152,6 +157,25 @@ class Workers:
             return future
 
         return submit
+
+    def _rules_file(self, catalogue: Catalogue) -> str:
+        """The file the workers read `catalogue` from, named by its content (the same rules
+        on the next job are the same file, and each worker keeps its scanner)."""
+        import hashlib
+        import tempfile
+
+        data = pickle.dumps(catalogue)
+        with self._lock:
+            if self._rules_folder is None:
+                self._rules_folder = tempfile.mkdtemp(prefix="trainmedic-rules-")
+            folder = self._rules_folder
+        name = os.path.join(folder, hashlib.sha256(data).hexdigest())
+        if not os.path.exists(name):
+            handle, written = tempfile.mkstemp(dir=folder)
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+            os.replace(written, name)  # whole, for a worker that reads it at once
+        return name
 
     def _started(self) -> ProcessPoolExecutor:
         import multiprocessing
@@ -176,10 +200,16 @@ class Workers:
         pool.shutdown(wait=False)
 
     def shutdown(self) -> None:
-        """Stop the workers; pieces not started are dropped."""
+        """Stop the workers (pieces not started are dropped) and remove the catalogues'
+        files."""
+        import shutil
+
         with self._lock:
             pool, self._pool = self._pool, None
+            folder, self._rules_folder = self._rules_folder, None
             if self._idle is not None:
                 self._idle.cancel()
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
