@@ -224,3 +224,16 @@ def test_a_diagnosis_leaves_no_reference_cycles(big_log: Path) -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+def test_the_cli_turns_the_collector_back_on(capsys: pytest.CaptureFixture[str]) -> None:
+    """`diagnose` runs with the collector off, and a caller in the same process (a test, an
+    agent's tool) gets it back as it was."""
+    import gc
+
+    from trainmedic.cli import main
+
+    assert gc.isenabled()
+    main(["diagnose", str(ROOT / "examples" / "fp16-loss-scale-4ranks.log")])
+    assert gc.isenabled()
+    assert "Root cause" in capsys.readouterr().out

@@ -6,7 +6,8 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -201,25 +202,37 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"trainmedic: reading with {jobs} process{'es' if jobs > 1 else ''}",
               file=sys.stderr)
     reporting = sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES
-    import gc
-
-    # A diagnosis leaves no reference cycles behind (a test checks), so the collector would only
-    # walk its growing evidence again and again, here and in the workers forked from here.
-    gc.disable()
-    try:
-        with opened(files, args.max_bytes) as streams:
-            diagnosis = diagnose(streams, catalogue, matcher, jobs,
-                                 _progress(total) if reporting else None)
-    except WorkerError as error:
-        return _fail(str(error), EXIT_INPUT)
-    if reporting:
-        sys.stderr.write("\r\x1b[K")
-    for warning in streams.warnings:
-        print(f"trainmedic: warning: {warning}", file=sys.stderr)
-    _print_diagnosis(diagnosis, catalogue, args)
+    with _collector_off():
+        try:
+            with opened(files, args.max_bytes) as streams:
+                diagnosis = diagnose(streams, catalogue, matcher, jobs,
+                                     _progress(total) if reporting else None)
+        except WorkerError as error:
+            return _fail(str(error), EXIT_INPUT)
+        if reporting:
+            sys.stderr.write("\r\x1b[K")
+        for warning in streams.warnings:
+            print(f"trainmedic: warning: {warning}", file=sys.stderr)
+        _print_diagnosis(diagnosis, catalogue, args)
     if args.exit_code and diagnosis.root_causes:
         return EXIT_ROOT_CAUSE
     return EXIT_OK
+
+
+@contextmanager
+def _collector_off() -> Iterator[None]:
+    """Python's cyclic collector off, then back as it was. A diagnosis leaves no reference
+    cycles behind (a test checks), so the collector would only walk its growing evidence again
+    and again, here and in the workers forked from here."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def cmd_watch(args: argparse.Namespace) -> int:
