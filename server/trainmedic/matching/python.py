@@ -55,7 +55,7 @@ _ZERO_CHARS = str.maketrans("123456789", "000000000")
 _ODD_LETTERS = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"))
 
 
-def _folded(text: str) -> str:
+def folded(text: str) -> str:
     """`text` lower-cased, with every letter a caseless pattern takes for an ASCII one made
     that letter: where a caseless ASCII literal occurs in `text`, its lower case occurs here."""
     for odd, letter in _ODD_LETTERS:
@@ -74,7 +74,7 @@ class _Literal:
     def shape(self) -> str:
         """How it appears in line shapes (digits made 0, folded when caseless)."""
         shape = self.text.translate(_ZERO_CHARS)
-        return _folded(shape) if self.caseless else shape
+        return folded(shape) if self.caseless else shape
 
     @cached_property
     def cases(self) -> re.Pattern[str]:
@@ -134,7 +134,7 @@ class _Shapes:
 
     @cached_property
     def folded_shapes(self) -> str:
-        return _folded(self.shapes)
+        return folded(self.shapes)
 
     def may_hold(self, shape: str, caseless: bool) -> bool:
         """Whether a literal of this shape may occur in the text (False: it does not)."""
@@ -189,14 +189,14 @@ class _Chunk(_Shapes):
                 tuple(self._cases(literal.shape))
         return self._variants[literal]
 
-    def _cases(self, folded: str) -> set[str]:
-        """How the shapes write what folds to `folded` (folding keeps every position: only
-        U+0130 lower-cases to two characters, and `_folded` makes it one first)."""
+    def _cases(self, target: str) -> set[str]:
+        """How the shapes write what folds to `target` (folding keeps every position: only
+        U+0130 lower-cases to two characters, and `folded` makes it one first)."""
         shapes, found = self.shapes, set()
-        at = self.folded_shapes.find(folded)
+        at = self.folded_shapes.find(target)
         while at >= 0:
-            found.add(shapes[at:at + len(folded)])
-            at = self.folded_shapes.find(folded, at + 1)
+            found.add(shapes[at:at + len(target)])
+            at = self.folded_shapes.find(target, at + 1)
         return found
 
     def lines(self, literal: _Literal) -> list[tuple[int, int]]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from trainmedic.matching.python import folded
+
 MASK = "[REDACTED]"
 
 # Every quantifier is bounded and each alternative starts with a fixed word, so a line costs
@@ -53,10 +55,8 @@ _WORDS_ANY_CASE = ("wandb", "passw", "secret", "token", "api", "authorization")
 def _may_hold_secret(text: str) -> bool:
     if any(word in text for word in _WORDS):
         return True
-    # `re` ignoring case takes the long s (U+017F) for "s" and the Kelvin sign for "k", as case
-    # folding does, and the dotless i (U+0131) for "i", which case folding keeps
-    folded = text.casefold().replace("\u0131", "i")
-    return any(word in folded for word in _WORDS_ANY_CASE)
+    lowered = folded(text)  # with the letters `re` ignoring case takes for ASCII ones
+    return any(word in lowered for word in _WORDS_ANY_CASE)
 
 
 def _mask(match: re.Match[str]) -> str:
