@@ -67,14 +67,19 @@ def test_a_worker_that_dies_fails_its_job_and_the_next_job_gets_new_ones(
         big_log: Path, workers: Workers) -> None:
     alone = answer(big_log)
     submit = workers.submitter(CATALOGUE)
+    before = {p.pid for p in multiprocessing.active_children()}
     killed = set()
 
     def submit_then_kill(path: str, first: int, stop: int | None, folder: str) -> object:
         future = submit(path, first, stop, folder)
-        if first == 0:  # the first piece's worker killed, as the out-of-memory killer would
-            for process in multiprocessing.active_children():
-                os.kill(process.pid, signal.SIGKILL)
-                killed.add(process.pid)
+        if first == 0:  # the first piece's workers killed, as the out-of-memory killer would
+            started = {p.pid for p in multiprocessing.active_children()} - before
+            # All at once: one started for a later piece, while the pool breaks, would be left
+            # waiting for pieces, and the exit waiting for it.
+            assert len(started) == workers.count
+            for pid in started:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
         return future
 
     with opened([str(big_log)]) as streams, \

@@ -190,6 +190,11 @@ class Workers:
                     context.set_forkserver_preload(PRELOADED)
                 self._pool = ProcessPoolExecutor(self.count, mp_context=context,
                                                  initializer=_start_worker)
+                # All the workers start with the first piece, as the pool does with "fork".
+                # Started one by one (CPython 3.11 on), one started for a later piece while a
+                # dead worker's pool is torn down misses its terminate, and waits for a piece
+                # for good, and with it the server's exit.
+                self._pool._safe_to_dynamically_spawn_children = False  # type: ignore[attr-defined]
                 logger.info("diagnosing big logs in %d worker processes", self.count)
             return self._pool
 
