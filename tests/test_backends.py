@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -133,3 +134,41 @@ def test_both_backends_mark_traceback_lines_at_the_same_characters() -> None:
     assert native.metric_lines == python.metric_lines == [0]  # nan-loss's own "loss=nan"
     assert "non-finite" in python.signals
     assert "scale" not in python.signals
+
+
+@pytest.mark.parametrize(("pattern", "runs"), [
+    (r"loss scale: \d+ \|.{0,400}?skipped iterations: [1-9]", "skipped iterations: [1-9]"),
+    (r"^(?!.{0,400}/dev/shm).{0,400}\[Errno 28\] No space", r"\[Errno 28\] No space"),
+    (r"(?i)Error.*FlashAttention only", "(?i)FlashAttention only"),
+    (r"Error.{0,40}FlashAttention only", r"Error.{0,40}FlashAttention only"),  # a short gap
+    (r"Error\.{0,400}FlashAttention", r"Error\.{0,400}FlashAttention"),  # dots, not any
+    (r"Error[.{0,400}]FlashAttention", r"Error[.{0,400}]FlashAttention"),  # in a class
+    (r"Error[]x.{0,400}]FlashAttention", r"Error[]x.{0,400}]FlashAttention"),
+    (r"(Error.{0,400}FlashAttention)", r"(Error.{0,400}FlashAttention)"),  # in a group
+    (r"Error.{0,400}FlashAttention|Abort", r"Error.{0,400}FlashAttention|Abort"),
+    (r"(\w+) failed.{0,400}retrying \1 again", r"(\w+) failed.{0,400}retrying \1 again"),
+    (r"Assertion .{1,300}? failed", r"Assertion .{1,300}? failed"),  # " failed" is common
+    (r"Error.{0,400}Flashes?", r"Error.{0,400}Flashes?"),  # "Flashe" and "s" optional
+    (r"Error.{0,400}(?:ab|cd) returned status", r"(?:ab|cd) returned status"),
+])
+def test_hyperscan_runs_only_what_follows_a_long_gap_when_it_is_rare(pattern: str,
+                                                                    runs: str) -> None:
+    assert fast.prefilter(pattern) == runs
+
+
+def test_the_part_hyperscan_runs_matches_every_line_the_whole_does() -> None:
+    """On every rule's own examples: the line of each match of the whole (where `re` confirms
+    it) is a line of a match of the part."""
+    shortened = 0
+    for rule in CATALOGUE.rules:
+        for fingerprint in rule.fingerprints:
+            part = fast.prefilter(fingerprint.pattern)
+            if part == fingerprint.pattern:
+                continue
+            shortened += 1
+            flags = fingerprint.regex.flags
+            for example in rule.examples_match:
+                for line in example.text.splitlines():
+                    if fingerprint.regex.search(line):
+                        assert re.search(part, line, flags), (rule.id, line)
+    assert shortened >= 10

@@ -2,9 +2,9 @@
 
 Installed with `pip install trainmedic[fast]`. Every fingerprint is compiled in Hyperscan's
 prefilter mode (a superset of the pattern that Hyperscan can run at memory speed, lookarounds
-relaxed), all of them into one database scanned once per chunk; each candidate line is then
-matched with the real pattern, so the results, named groups included, are exactly those of the
-pure-Python backend.
+relaxed; after a long gap, only what follows it: see `prefilter`), all of them into one
+database scanned once per chunk; each candidate line is then matched with the real pattern, so
+the results, named groups included, are exactly those of the pure-Python backend.
 
 A scan needs scratch space that no other scan is using at the same time, so each thread scans
 with a scratch of its own: the language server diagnoses on its event loop and in worker
@@ -126,6 +126,65 @@ def _flags(fingerprint: Fingerprint) -> int:
             | (hyperscan.HS_FLAG_CASELESS if fingerprint.ignore_case else 0))
 
 
+LONG_GAP = 100  # characters: a fingerprint's gap this long may be left out of what Hyperscan runs
+LONG_LITERAL = 8  # characters: the literal the part after the gap must hold, to find it rarely
+_GAP = re.compile(r"\.(?:[*+]|\{\d*,(?P<most>\d*)\})\??")  # `.*`, `.{0,400}?`, ...
+_GLOBAL_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
+_BACKREFERENCE = re.compile(r"\\\d|\(\?P=")
+
+
+def prefilter(pattern: str) -> str:
+    """What Hyperscan runs for a fingerprint `X.{0,N}Y` whose gap is long: `Y` alone, if it
+    holds a literal of LONG_LITERAL characters outside its groups.
+
+    Every match of the whole ends where a match of `Y` ends, on the same line, and `re`
+    confirms each candidate line with the whole: the hits are the same, and Hyperscan no longer
+    follows every `X` for N characters. Megatron-LM's step line holds the `X` of the overflow
+    fingerprint ("loss scale: ... | ... skipped iterations: 1"), and following it cost as much
+    as scanning for most of the rest of the catalogue. A pattern with an alternation at its top
+    level, or whose `Y` refers back to `X`, is run whole.
+    """
+    depth, cut, position, in_class = 0, 0, 0, False
+    run = longest = 0  # the literal characters in a row after the last gap, the most so far
+    while position < len(pattern):
+        char = pattern[position]
+        if char in "?*{" and not in_class:
+            run = max(run - 1, 0)  # the character before is optional
+        longest = max(longest, run)
+        literal = False
+        if in_class:
+            in_class = char != "]"
+        elif char == "\\":
+            literal = depth == 0 and not pattern[position + 1:position + 2].isalnum()
+            position += 1
+        elif char == "[":
+            in_class = True
+            position += 1 if pattern.startswith("^", position + 1) else 0
+            position += 1 if pattern.startswith("]", position + 1) else 0  # a `]` in it
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif depth == 0 and char == "|":
+            return pattern
+        elif depth == 0 and (gap := _GAP.match(pattern, position)) is not None:
+            if not gap["most"] or int(gap["most"]) >= LONG_GAP:  # `*`, `+`, `{m,}`, long
+                cut, longest = gap.end(), 0
+            run, position = 0, gap.end()
+            continue
+        else:
+            literal = depth == 0 and char not in ".+^$?*{}"
+        run = run + 1 if literal else 0
+        position += 1
+    longest = max(longest, run)
+    tail = pattern[cut:]
+    if (not cut or longest < LONG_LITERAL or tail[0] in "*+?{"
+            or _BACKREFERENCE.search(tail)):
+        return pattern
+    flags = _GLOBAL_FLAGS.match(pattern)
+    return (flags.group() if flags else "") + tail
+
+
 def refused(catalogue: Catalogue) -> tuple[str, str] | None:
     """The first rule with a fingerprint Hyperscan cannot compile, and Hyperscan's reason;
     None when it compiles them all. Each is compiled alone: for a rule pack, not the whole
@@ -135,7 +194,7 @@ def refused(catalogue: Catalogue) -> tuple[str, str] | None:
     for rule in catalogue.rules:
         for fingerprint in rule.fingerprints:
             try:
-                _compiled([fingerprint.pattern.encode()], [_flags(fingerprint)])
+                _compiled([prefilter(fingerprint.pattern).encode()], [_flags(fingerprint)])
             except hyperscan.error as error:
                 return rule.id, str(error).rstrip(".")
     return None
@@ -159,7 +218,8 @@ class HyperscanMatcher(Matcher):
         super().__init__(catalogue)
         signals = signal_patterns(catalogue)
         self._signal_names = list(signals)
-        expressions = [p.fingerprint.pattern for p in self.patterns] + list(signals.values())
+        expressions = [prefilter(p.fingerprint.pattern) for p in self.patterns]
+        expressions += signals.values()
         expressions += [re.escape(marker) for marker in MARKERS]
         self._words = len(expressions)
         expressions += [re.escape(word) for word in SCALE_WORDS]
