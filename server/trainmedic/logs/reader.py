@@ -133,12 +133,8 @@ def _resolve_overwrites(data: bytes) -> bytes:
         line_start = data.rfind(b"\n", start, cr) + 1 or start
         line_end = data.find(b"\n", cr)
         line_end = len(data) if line_end < 0 else line_end
-        content_end = line_end
-        while content_end > line_start and data[content_end - 1] == 13:  # a \r ends it
-            content_end -= 1
-        last_cr = data.rfind(b"\r", line_start, content_end)
         pieces.append(data[start:line_start])
-        pieces.append(data[last_cr + 1 if last_cr >= 0 else line_start : content_end])
+        pieces.append(data[line_start:line_end].rstrip(b"\r").rpartition(b"\r")[2])
         start = line_end
         cr = data.find(b"\r", start)
     pieces.append(data[start:])

@@ -70,7 +70,9 @@ _PAIR = re.compile(
     r"(?P<value>" + _NUMBER + r")(?![\w.])"
 )
 _PLAIN_STEP = re.compile(r"(?i)\b(?:step|iter|iteration)\s{1,8}(\d{1,12})\b")
-_BARE_SCALE = re.compile(r"(?<![\w.])scale\s{0,3}[:=]\s{0,3}(" + _NUMBER + r")(?![\w.])")
+# The word first, then what may not come before it: a pattern that starts with a word is found
+# by a quick search for the word, one that starts with a lookbehind by a try at every character.
+_BARE_SCALE = re.compile(r"scale(?<![\w.]scale)\s{0,3}[:=]\s{0,3}(" + _NUMBER + r")(?![\w.])")
 _PLAIN_LOSS = re.compile(r"(?i)\bloss\s{1,3}(" + _NUMBER + r")(?![\w.])")
 _OVERFLOW = re.compile(
     r"(?:Attempted loss scale: [0-9.eE+-]{1,30}, reducing to|reducing loss scale to) "
