@@ -501,3 +501,36 @@ def test_running_median_is_the_median_of_the_window_before(values: list[float], 
         seen = values[max(0, index - window):index]
         assert running.before(value) == (
             statistics.median(seen) if len(seen) >= min_history else None)
+
+
+_CASELESS_LETTERS = {"s": "sS\u017f", "i": "iI\u0130\u0131", "l": "lL"}
+
+
+def test_the_quick_plain_patterns_match_as_their_caseless_spelling() -> None:
+    """The metric words' and the plain step, loss and bare scale patterns open with a letter
+    class (quicker for `re` to look for); they match exactly where the patterns spelled out
+    in any case do, for every spelling of their words, the letters a caseless match takes for
+    `s` and `i` included."""
+    import itertools
+    import re
+
+    spelled = {
+        samples._PLAIN_STEP: r"(?i)\b(?:step|iter|iteration)\s{1,8}(\d{1,12})\b",
+        samples._PLAIN_LOSS: r"(?i)\bloss\s{1,3}(" + samples._NUMBER + r")(?![\w.])",
+        samples._BARE_SCALE:
+            r"(?<![\w.])scale\s{0,3}[:=]\s{0,3}(" + samples._NUMBER + r")(?![\w.])",
+    }
+    texts = []
+    for word in ("step", "iter", "iteration", "loss", "scale", "ste", "grad_norm", "grad norm"):
+        for letters in itertools.product(*[_CASELESS_LETTERS.get(c, c + c.upper()) for c in word]):
+            for before, after in zip(["", "x", " ", "_", ".", "é", "a "],
+                                     [" 5", "  12 ", ": 5", "=nan", " NAN.", "\t-inf", "5"],
+                                     strict=True):
+                texts.append(before + "".join(letters) + after)
+    text = "\n".join(texts)
+    for quick, pattern in spelled.items():
+        assert [(m.span(), m.groups()) for m in quick.finditer(text)] == \
+            [(m.span(), m.groups()) for m in re.finditer(pattern, text)]
+    data = text.encode()
+    assert [m.span() for m in samples._TRIGGER_BYTES.finditer(data)] == \
+        [m.span() for m in re.finditer(rb"(?i:loss|grad[_ ]norm)", data)]

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import io
 
-from trainmedic.logs.reader import MAX_LINE_BYTES, LineCounter, read_chunks, read_lines
+from hypothesis import given
+from hypothesis import strategies as st
+
+from trainmedic.logs.reader import (
+    MAX_LINE_BYTES,
+    LineCounter,
+    newlines,
+    read_chunks,
+    read_lines,
+)
 
 
 def lines(data: bytes, chunk_bytes: int | None = None) -> list[tuple[int, str]]:
@@ -63,6 +72,14 @@ def test_ten_megabyte_line_is_bounded_and_numbering_continues() -> None:
 def test_multibyte_characters_split_across_reads_decode_intact() -> None:
     data = ("é" * 5000 + "\n").encode()
     assert lines(data, chunk_bytes=101) == [(1, "é" * 5000)]
+
+
+@given(st.lists(st.sampled_from([b"\n", b"x", b"loss=1.0 step 12 " * 3, b"\n\n\n"]),
+                max_size=300), st.integers(0, 5000), st.integers(0, 5000))
+def test_newlines_are_counted_in_any_span_of_any_density(pieces: list[bytes], start: int,
+                                                         length: int) -> None:
+    data = b"".join(pieces)
+    assert newlines(data, start, start + length) == data.count(b"\n", start, start + length)
 
 
 def test_line_numbers_are_right_in_whatever_order_offsets_are_asked() -> None:

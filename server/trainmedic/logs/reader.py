@@ -23,6 +23,7 @@ CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 1 << 20
 MAX_LINE_CHARS = 4000  # what a Line keeps for display; matching sees the whole line
 COUNTER_STRIDE = 1 << 12  # bytes between the line numbers a LineCounter keeps
+_DENSITY_PROBE, _DENSE_NEWLINES = 64, 4  # more newlines than this in a span's first bytes
 
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
@@ -79,6 +80,18 @@ class Chunk:
         return [decoded(line) for line in self.data[:-1].split(b"\n")] if self.data else []
 
 
+def newlines(data: bytes, start: int, end: int) -> int:
+    """How many newlines `data[start:end]` holds.
+
+    `bytes.count` looks at every byte; deleting the newlines finds each with `memchr` and
+    copies what is between: four times quicker for lines of a log's usual length, and slower
+    for lines of a few bytes, which the span's first _DENSITY_PROBE bytes tell."""
+    if data.count(b"\n", start, start + _DENSITY_PROBE) > _DENSE_NEWLINES:
+        return data.count(b"\n", start, end)
+    piece = data[start:end]
+    return len(piece) - len(piece.replace(b"\n", b""))
+
+
 class LineCounter:
     """Line numbers (from 0) at offsets of bytes. Offsets asked in order count each newline
     once; an offset behind the furthest one asked is counted from the line number kept at
@@ -94,12 +107,12 @@ class LineCounter:
         data, strides = self.data, self._strides
         if offset < self.offset:
             start = offset // COUNTER_STRIDE * COUNTER_STRIDE
-            return strides[start // COUNTER_STRIDE] + data.count(b"\n", start, offset)
+            return strides[start // COUNTER_STRIDE] + newlines(data, start, offset)
         while (stride := len(strides) * COUNTER_STRIDE) <= offset:
-            self.number += data.count(b"\n", self.offset, stride)
+            self.number += newlines(data, self.offset, stride)
             self.offset = stride
             strides.append(self.number)
-        self.number += data.count(b"\n", self.offset, offset)
+        self.number += newlines(data, self.offset, offset)
         self.offset = offset
         return self.number
 

@@ -22,8 +22,9 @@ from trainmedic.model import Line, pickled_by_fields
 
 METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 
-# Only lines with one of these words are parsed.
-_TRIGGER_BYTES = re.compile(rb"(?i:loss|grad[_ ]norm)")
+# Only lines with one of these words are parsed: `(?i:loss|grad[_ ]norm)`, opening with a class
+# of their first letters (see _PLAIN_STEP).
+_TRIGGER_BYTES = re.compile(rb"[LlGg](?:(?<=[Ll])(?i:oss)|(?<=[Gg])(?i:rad[_ ]norm))")
 # Chunk-wide signals the sampler acts on; a matcher reports which a chunk holds, in the same pass
 # as its fingerprints. A non-finite or zero loss makes a chunk worth reading in full; loss-scale
 # changes and skipped steps are rare and exact, so their lines are always read. A non-finite
@@ -69,11 +70,16 @@ _PAIR = re.compile(
     r"number of skipped iterations|[A-Za-z_][\w/]{0,40}+)['\"]?\s{0,3}[:=]\s{0,3}"
     r"(?P<value>" + _NUMBER + r")(?![\w.])"
 )
-_PLAIN_STEP = re.compile(r"(?i)\b(?:step|iter|iteration)\s{1,8}(\d{1,12})\b")
-# The word first, then what may not come before it: a pattern that starts with a word is found
-# by a quick search for the word, one that starts with a lookbehind by a try at every character.
+# Each of these opens with a word or a class of its first letter, then looks back at what may
+# not come before it: `re` skips to where a pattern's first character is, but tries one that
+# opens with a lookbehind or in any case at every character, three times slower on a step line.
+# The classes hold the letters a caseless `s` and `i` also match (the long s, the dotted and the
+# dotless i): these are `(?i)\b(?:step|iter|iteration)\s{1,8}(\d{1,12})\b`, `(?i)\bloss\s{1,3}`
+# and a number, and `(?<![\w.])scale`, a test checks.
+_PLAIN_STEP = re.compile(
+    r"[SsIi\u0130\u0131\u017f](?<=\b.)(?i:(?<=s)tep|(?<=i)ter(?:ation)?)\s{1,8}(\d{1,12})\b")
 _BARE_SCALE = re.compile(r"scale(?<![\w.]scale)\s{0,3}[:=]\s{0,3}(" + _NUMBER + r")(?![\w.])")
-_PLAIN_LOSS = re.compile(r"(?i)\bloss\s{1,3}(" + _NUMBER + r")(?![\w.])")
+_PLAIN_LOSS = re.compile(r"[Ll](?<=\b.)(?i:oss\s{1,3}(" + _NUMBER + r"))(?![\w.])")
 _OVERFLOW = re.compile(
     r"(?:Attempted loss scale: [0-9.eE+-]{1,30}, reducing to|reducing loss scale to) "
     r"(?P<scale>[0-9.eE+-]{1,30})"
