@@ -144,6 +144,8 @@ def prefilter(pattern: str) -> str:
     as scanning for most of the rest of the catalogue. A pattern with an alternation at its top
     level, or whose `Y` refers back to `X`, is run whole.
     """
+    if not any(_long(gap) for gap in _GAP.finditer(pattern)):  # most: not read char by char
+        return pattern
     depth, cut, position, in_class = 0, 0, 0, False
     run = longest = 0  # the literal characters in a row after the last gap, the most so far
     while position < len(pattern):
@@ -168,7 +170,7 @@ def prefilter(pattern: str) -> str:
         elif depth == 0 and char == "|":
             return pattern
         elif depth == 0 and (gap := _GAP.match(pattern, position)) is not None:
-            if not gap["most"] or int(gap["most"]) >= LONG_GAP:  # `*`, `+`, `{m,}`, long
+            if _long(gap):
                 cut, longest = gap.end(), 0
             run, position = 0, gap.end()
             continue
@@ -183,6 +185,10 @@ def prefilter(pattern: str) -> str:
         return pattern
     flags = _GLOBAL_FLAGS.match(pattern)
     return (flags.group() if flags else "") + tail
+
+
+def _long(gap: re.Match[str]) -> bool:
+    return not gap["most"] or int(gap["most"]) >= LONG_GAP  # `*`, `+`, `{m,}`, or long
 
 
 def refused(catalogue: Catalogue) -> tuple[str, str] | None:
