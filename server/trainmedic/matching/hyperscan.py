@@ -129,6 +129,7 @@ def _flags(fingerprint: Fingerprint) -> int:
 LONG_GAP = 100  # characters: a fingerprint's gap this long may be left out of what Hyperscan runs
 LONG_LITERAL = 8  # characters: the literal the part after the gap must hold, to find it rarely
 _GAP = re.compile(r"\.(?:[*+]|\{\d*,(?P<most>\d*)\})\??")  # `.*`, `.{0,400}?`, ...
+_QUANTIFIER = re.compile(r"[?*+]|\{\d*(?:,\d*)?\}")
 _GLOBAL_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
 _BACKREFERENCE = re.compile(r"\\\d|\(\?P=")
 
@@ -147,22 +148,18 @@ def prefilter(pattern: str) -> str:
     if not any(_long(gap) for gap in _GAP.finditer(pattern)):  # most: not read char by char
         return pattern
     depth, cut, position, in_class = 0, 0, 0, False
-    run = longest = 0  # the literal characters in a row after the last gap, the most so far
+    run = longest = 0  # the literal characters in a row after the last long gap, the most so far
     while position < len(pattern):
-        char = pattern[position]
-        if char in "?*{" and not in_class:
-            run = max(run - 1, 0)  # the character before is optional
-        longest = max(longest, run)
-        literal = False
-        if in_class:
+        char, step, literal = pattern[position], 1, False
+        if char == "\\":
+            step, escaped = 2, pattern[position + 1:position + 2]
+            literal = not in_class and depth == 0 and not escaped.isalnum()  # `\.`, not `\d`
+        elif in_class:
             in_class = char != "]"
-        elif char == "\\":
-            literal = depth == 0 and not pattern[position + 1:position + 2].isalnum()
-            position += 1
         elif char == "[":
             in_class = True
-            position += 1 if pattern.startswith("^", position + 1) else 0
-            position += 1 if pattern.startswith("]", position + 1) else 0  # a `]` in it
+            step += pattern.startswith("^", position + 1)
+            step += pattern.startswith("]", position + step)  # a `]` first in a class is in it
         elif char == "(":
             depth += 1
         elif char == ")":
@@ -170,14 +167,20 @@ def prefilter(pattern: str) -> str:
         elif depth == 0 and char == "|":
             return pattern
         elif depth == 0 and (gap := _GAP.match(pattern, position)) is not None:
+            step = gap.end() - position
             if _long(gap):
-                cut, longest = gap.end(), 0
-            run, position = 0, gap.end()
-            continue
+                cut, run, longest = gap.end(), 0, 0
+        elif (quantifier := _QUANTIFIER.match(pattern, position)) is not None:
+            step = quantifier.end() - position
+            if char != "+":
+                run = max(run - 1, 0)  # the character before is optional
         else:
-            literal = depth == 0 and char not in ".+^$?*{}"
-        run = run + 1 if literal else 0
-        position += 1
+            literal = depth == 0 and char not in ".^$"
+        if literal:
+            run += 1
+        else:
+            longest, run = max(longest, run), 0
+        position += step
     longest = max(longest, run)
     tail = pattern[cut:]
     if (not cut or longest < LONG_LITERAL or tail[0] in "*+?{"
