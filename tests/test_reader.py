@@ -46,6 +46,17 @@ def test_carriage_return_progress_resolves_to_final_text() -> None:
     assert lines(data) == [(1, "100%|##########|"), (2, "next")]
 
 
+@given(st.lists(st.sampled_from([b"\r", b"\n", b"x", b"yz", b"\r\r", b" 50%|##|"]), max_size=60))
+def test_each_line_keeps_what_follows_its_last_carriage_return(pieces: list[bytes]) -> None:
+    """Whatever the mix of overwrites, line ends and `\r`s ending a line: line by line, the
+    text after the last `\r` that something follows."""
+    from trainmedic.logs.reader import _resolve_overwrites
+
+    data = b"".join(pieces)
+    assert _resolve_overwrites(data) == b"\n".join(
+        line.rstrip(b"\r").rpartition(b"\r")[2] for line in data.split(b"\n"))
+
+
 def test_crlf_is_one_line_break() -> None:
     assert lines(b"a\r\nb\r\n") == [(1, "a"), (2, "b")]
 

@@ -22,7 +22,7 @@ from trainmedic.model import Line
 CHUNK_BYTES = 1 << 20
 MAX_LINE_BYTES = 1 << 20
 MAX_LINE_CHARS = 4000  # what a Line keeps for display; matching sees the whole line
-COUNTER_STRIDE = 1 << 12  # bytes between the line numbers a LineCounter keeps
+COUNTER_STRIDE = 1 << 16  # bytes between the line numbers a LineCounter keeps
 _DENSITY_PROBE, _DENSE_NEWLINES = 64, 4  # more newlines than this in a span's first bytes
 
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
@@ -94,26 +94,34 @@ def newlines(data: bytes, start: int, end: int) -> int:
 
 class LineCounter:
     """Line numbers (from 0) at offsets of bytes. Offsets asked in order count each newline
-    once; an offset behind the furthest one asked is counted from the line number kept at
-    every COUNTER_STRIDE bytes, so several runs in order (hits, then traceback marks, then
-    samples) cost little more than one pass, and no order costs more than linear time."""
+    once; an offset behind the furthest one asked is counted from the offset asked before it
+    or from the line number kept at every COUNTER_STRIDE bytes, whichever is nearer, so several
+    runs in order (hits, then traceback marks, then samples) cost little more than one pass,
+    and no order costs more than linear time."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.offset = self.number = 0  # the furthest offset asked, and its line number
+        self._last = (0, 0)  # the offset asked last, and its line number
         self._strides = [0]  # the line number at each multiple of COUNTER_STRIDE so far
 
     def at(self, offset: int) -> int:
         data, strides = self.data, self._strides
         if offset < self.offset:
             start = offset // COUNTER_STRIDE * COUNTER_STRIDE
-            return strides[start // COUNTER_STRIDE] + newlines(data, start, offset)
+            number = strides[start // COUNTER_STRIDE]
+            if start < self._last[0] <= offset:
+                start, number = self._last
+            number += newlines(data, start, offset)
+            self._last = offset, number
+            return number
         while (stride := len(strides) * COUNTER_STRIDE) <= offset:
             self.number += newlines(data, self.offset, stride)
             self.offset = stride
             strides.append(self.number)
         self.number += newlines(data, self.offset, offset)
         self.offset = offset
+        self._last = offset, self.number
         return self.number
 
 
@@ -139,17 +147,22 @@ def normalise(data: bytes) -> bytes:
 
 def _resolve_overwrites(data: bytes) -> bytes:
     """Keep what follows the last `\r` of each line (ignoring `\r`s that end it): what a
-    terminal finally showed."""
+    terminal finally showed. The text after a line's last `\r` is kept as part of the stretch
+    up to the next line to overwrite, so each such line costs one cut."""
     pieces, start = [], 0
     cr = data.find(b"\r")
     while cr >= 0:
         line_start = data.rfind(b"\n", start, cr) + 1 or start
         line_end = data.find(b"\n", cr)
         line_end = len(data) if line_end < 0 else line_end
+        last = data.rfind(b"\r", cr, line_end)
         pieces.append(data[start:line_start])
-        pieces.append(data[line_start:line_end].rstrip(b"\r").rpartition(b"\r")[2])
-        start = line_end
-        cr = data.find(b"\r", start)
+        if last == line_end - 1:  # `\r`s end the line: what they end is what shows
+            pieces.append(data[line_start:line_end].rstrip(b"\r").rpartition(b"\r")[2])
+            start = line_end
+        else:
+            start = last + 1
+        cr = data.find(b"\r", line_end)
     pieces.append(data[start:])
     return b"".join(pieces)
 
