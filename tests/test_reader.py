@@ -57,6 +57,36 @@ def test_each_line_keeps_what_follows_its_last_carriage_return(pieces: list[byte
         line.rstrip(b"\r").rpartition(b"\r")[2] for line in data.split(b"\n"))
 
 
+@given(st.lists(st.sampled_from([b"\n", b"x", b"line 12\n", b"\r", b"yz" * 40]), max_size=80),
+       st.lists(st.integers(1, 90), min_size=1, max_size=20), st.integers(8, 64), st.booleans())
+def test_chunks_do_not_depend_on_how_the_bytes_arrive(pieces: list[bytes], sizes: list[int],
+                                                      chunk_bytes: int, eager: bool) -> None:
+    """Fed in reads of any sizes, a source is cut into the chunks one read of it gives (eager:
+    the same lines), with the same offsets."""
+    from trainmedic.logs.reader import Chunker
+
+    data = b"".join(pieces)
+
+    def cut(reads: list[bytes]) -> list[tuple[bytes, int, int]]:
+        chunker = Chunker("x.log", chunk_bytes=chunk_bytes, eager=eager)
+        chunks = [chunk for read in reads for chunk in chunker.feed(read)]
+        if (last := chunker.flush()) is not None:
+            chunks.append(last)
+        return [(c.data, c.index, c.size) for c in chunks]
+
+    reads, position = [], 0
+    while position < len(data):
+        size = sizes[len(reads) % len(sizes)]
+        reads.append(data[position:position + size])
+        position += size
+    whole, pieced = cut([data]), cut(reads)
+    if eager:
+        assert b"".join(c[0] for c in pieced) == b"".join(c[0] for c in whole)
+    else:
+        assert pieced == whole
+    assert sum(c[2] for c in pieced) == len(data)
+
+
 def test_crlf_is_one_line_break() -> None:
     assert lines(b"a\r\nb\r\n") == [(1, "a"), (2, "b")]
 

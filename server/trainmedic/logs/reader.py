@@ -187,14 +187,18 @@ class Chunker:
         """The first `end` bytes of `pending` (and `tail`) as the next chunk."""
         with memoryview(self.pending) as view:
             raw = bytes(view[:end])
-        chunk = Chunk(self.path, normalise(raw + tail if tail else raw),
-                      self.start // self.chunk_bytes, end)
         del self.pending[:end]
-        self.start += end
+        return self._chunk(raw + tail if tail else raw, end)
+
+    def _chunk(self, raw: bytes, size: int) -> Chunk:
+        """`raw`, read from the next `size` bytes of the source, as the next chunk."""
+        chunk = Chunk(self.path, normalise(raw), self.start // self.chunk_bytes, size)
+        self.start += size
         return chunk
 
     def feed(self, data: bytes) -> list[Chunk]:
-        """The chunks that `data` completes."""
+        """The chunks that `data` completes. A chunk that ends in `data` is joined from what is
+        pending and `data` in one copy: adding `data` to what is pending first cost another."""
         if self.skipping:
             cut = data.find(b"\n")
             if cut < 0:
@@ -202,15 +206,30 @@ class Chunker:
                 return []
             data, self.skipping = data[cut + 1 :], False
             self.start += cut + 1
-        self.pending += data
-        chunks = []
-        while self.pending:
-            limit = 1 if self.eager else self.chunk_bytes - self.start % self.chunk_bytes
-            end = (self.pending.rfind(b"\n") if self.eager
-                   else self.pending.find(b"\n", limit - 1))
-            if end < 0:
-                break
-            chunks.append(self._take(end + 1))
+        chunks, at = [], 0  # `data` before `at` is in chunks already
+        with memoryview(data) as view:
+            while True:
+                held = len(self.pending)
+                if self.eager:  # every complete line
+                    found = data.rfind(b"\n", at)
+                    end = held + found - at if found >= 0 else self.pending.rfind(b"\n")
+                else:  # to the first newline from the chunk's last byte on
+                    limit = self.chunk_bytes - self.start % self.chunk_bytes
+                    end = self.pending.find(b"\n", limit - 1) if limit <= held else -1
+                    if end < 0:
+                        found = data.find(b"\n", at + max(0, limit - 1 - held))
+                        end = held + found - at if found >= 0 else -1
+                if end < 0:
+                    break
+                if end < held:
+                    chunks.append(self._take(end + 1))
+                    continue
+                used = end + 1 - held
+                raw = b"".join((self.pending, view[at:at + used]))
+                self.pending.clear()
+                at += used
+                chunks.append(self._chunk(raw, len(raw)))
+            self.pending += view[at:]
         line_start = self.pending.rfind(b"\n") + 1
         if len(self.pending) - line_start > MAX_LINE_BYTES:  # its chunk ends with its cut head
             skipped = len(self.pending) - line_start - MAX_LINE_BYTES
