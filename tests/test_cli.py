@@ -22,6 +22,19 @@ def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[s
         capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
 
 
+def test_json_is_indented_on_a_terminal_and_one_line_when_piped(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main(["diagnose", str(EXAMPLE), "--format", "json"]) == 0
+    piped = capsys.readouterr().out
+    assert piped.count("\n") == 1
+    assert piped.endswith("}\n")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["diagnose", str(EXAMPLE), "--format", "json"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith('{\n  "initiating_rank": 2,\n')
+    assert json.loads(shown) == json.loads(piped)
+
+
 def test_json_contract_on_the_bundled_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagnose", str(EXAMPLE), "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)

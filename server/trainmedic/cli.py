@@ -151,11 +151,14 @@ def _pack(directory: Path) -> Catalogue:
 
 def _print_diagnosis(diagnosis: Diagnosis, catalogue: Catalogue,
                      args: argparse.Namespace) -> None:
-    from trainmedic.render.json import render_json
-    from trainmedic.render.text import render_text
+    if args.format == "json":  # indented for a terminal, one line for the program reading it
+        from trainmedic.render.json import render_json
 
-    render = render_json if args.format == "json" else render_text
-    output = render(diagnosis, catalogue, args.no_redact)
+        output = render_json(diagnosis, catalogue, args.no_redact, indent=sys.stdout.isatty())
+    else:
+        from trainmedic.render.text import render_text
+
+        output = render_text(diagnosis, catalogue, args.no_redact)
     sys.stdout.write(output if output.endswith("\n") else output + "\n")
 
 
@@ -409,7 +412,8 @@ def _add_diagnose(commands: Commands[_Parser], rules_option: _Parser) -> None:
         description=DIAGNOSE_HELP, epilog=EXIT_CODES, formatter_class=_Formatter)
     diagnose.add_argument("paths", nargs="+", metavar="PATH", help="log file, directory, or -")
     diagnose.add_argument("--format", choices=("text", "json"), default="text",
-                          help="text for people (default), json for programs")
+                          help="text for people (default), json for programs (indented on "
+                               "a terminal, one line when piped)")
     diagnose.add_argument("--exit-code", action="store_true",
                           help=f"exit {EXIT_ROOT_CAUSE} when a root cause is found")
     diagnose.add_argument("--backend", choices=("auto", "python", "hyperscan"), default="auto",
