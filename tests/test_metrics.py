@@ -94,7 +94,7 @@ def test_each_detector_declares_itself() -> None:
 
 
 def state(detector: Detector) -> dict[str, object]:
-    return copy.deepcopy({k: v for k, v in vars(detector).items() if k != "_x"})
+    return copy.deepcopy({k: v for k, v in vars(detector).items() if k != "x"})
 
 
 def test_a_sample_without_what_a_detector_reads_leaves_it_as_it_was() -> None:

@@ -71,15 +71,19 @@ class MetricSeries:
                 self.ranks.add(line.rank)
             detectors.extend(DETECTORS[name](self._params[name, params])
                              for name, params in self.keys)
-        present = (*(name for name, _ in sample.values), *(("skipped",) if sample.skipped else ()))
+        present = tuple([name for name, _ in sample.values])
+        if sample.skipped:
+            present += ("skipped",)
         reading = self._reading.get(present)
         if reading is None:
             reading = self._reading[present] = [
                 index for index, (name, _) in enumerate(self.keys)
                 if not DETECTORS[name].READS.isdisjoint(present)]
-        for index in reading:
-            detectors[index].feed(sample, line)
         x = float(sample.step) if sample.step is not None else float(line.number)
+        for index in reading:  # Detector.feed, with the x worked out once for all of them
+            detector = detectors[index]
+            detector.x = x
+            detector.check(sample, line)
         for name, value in sample.values:
             plot = self.series.get((name, line.rank))
             if plot is None:

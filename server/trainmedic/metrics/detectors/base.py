@@ -30,7 +30,7 @@ class Detector:
     DEFAULTS: ClassVar[Mapping[str, float]]
     found: tuple[tuple[Line, float], ...] = ()  # the first hits, each with its x
     held: tuple[Line, float] | None = None  # a hit later samples may still undo
-    _x = 0.0
+    x = 0.0  # the sample being checked: its step, else its line number
 
     def __init__(self, params: Mapping[str, float] | None = None) -> None:
         self.params: Mapping[str, float] = (
@@ -47,13 +47,13 @@ class Detector:
 
     def hit(self, line: Line) -> None:
         if len(self.found) < EVIDENCE_KEPT and all(line != kept for kept, _ in self.found):
-            self.found += ((line, self._x),)
+            self.found += ((line, self.x),)
 
     def hold(self, line: Line) -> None:
         """A hit that counts only if nothing after it shows the condition passed (a value
         that only the end of the log can settle)."""
         if self.held is None:
-            self.held = (line, self._x)
+            self.held = (line, self.x)
 
     def release(self) -> None:
         self.held = None
@@ -64,7 +64,7 @@ class Detector:
 
     def feed(self, sample: Sample, line: Line) -> None:
         """One sample in order; its x (step, else line number) marks the anomaly on a plot."""
-        self._x = float(sample.step) if sample.step is not None else float(line.number)
+        self.x = float(sample.step) if sample.step is not None else float(line.number)
         self.check(sample, line)
 
     def check(self, sample: Sample, line: Line) -> None:
