@@ -22,6 +22,22 @@ def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[s
         capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
 
 
+def test_diagnose_runs_without_the_cyclic_collector_and_gives_it_back(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from trainmedic import cli
+
+    seen = []
+    real = cli.cmd_diagnose
+    monkeypatch.setattr(cli, "cmd_diagnose", lambda args: seen.append(gc.isenabled()) or real(args))
+    assert gc.isenabled()
+    assert main(["diagnose", str(EXAMPLE)]) == 0
+    assert seen == [False]
+    assert gc.isenabled()
+    capsys.readouterr()
+
+
 def test_json_is_indented_on_a_terminal_and_one_line_when_piped(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     assert main(["diagnose", str(EXAMPLE), "--format", "json"]) == 0

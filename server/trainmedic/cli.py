@@ -7,7 +7,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -205,18 +205,17 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(f"trainmedic: reading with {jobs} process{'es' if jobs > 1 else ''}",
               file=sys.stderr)
     reporting = sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES
-    with _collector_off():
-        try:
-            with opened(files, args.max_bytes) as streams:
-                diagnosis = diagnose(streams, catalogue, matcher, jobs,
-                                     _progress(total) if reporting else None)
-        except WorkerError as error:
-            return _fail(str(error), EXIT_INPUT)
-        if reporting:
-            sys.stderr.write("\r\x1b[K")
-        for warning in streams.warnings:
-            print(f"trainmedic: warning: {warning}", file=sys.stderr)
-        _print_diagnosis(diagnosis, catalogue, args)
+    try:
+        with opened(files, args.max_bytes) as streams:
+            diagnosis = diagnose(streams, catalogue, matcher, jobs,
+                                 _progress(total) if reporting else None)
+    except WorkerError as error:
+        return _fail(str(error), EXIT_INPUT)
+    if reporting:
+        sys.stderr.write("\r\x1b[K")
+    for warning in streams.warnings:
+        print(f"trainmedic: warning: {warning}", file=sys.stderr)
+    _print_diagnosis(diagnosis, catalogue, args)
     if args.exit_code and diagnosis.root_causes:
         return EXIT_ROOT_CAUSE
     return EXIT_OK
@@ -226,7 +225,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 def _collector_off() -> Iterator[None]:
     """Python's cyclic collector off, then back as it was. A diagnosis leaves no reference
     cycles behind (a test checks), so the collector would only walk its growing evidence again
-    and again, here and in the workers forked from here."""
+    and again, here and in the workers forked from here; and walk the modules, rules and
+    matcher that its start builds, which live as long as the process."""
     import gc
 
     enabled = gc.isenabled()
@@ -586,6 +586,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # A diagnosis runs without the cyclic collector from its start (see _collector_off); the
+    # commands that serve or follow for hours, and check's walk over a tree, keep it.
+    with _collector_off() if argv[:1] == ["diagnose"] else nullcontext():
+        return _run(argv)
+
+
+def _run(argv: list[str]) -> int:
     args = build_parser(argv[0] if argv else None).parse_args(argv)
 
     from trainmedic.catalogue.rules import RuleError  # after parsing: not for --help
