@@ -40,18 +40,20 @@ for (const { name, cwd, path } of FIXTURES) {
         console.error(`${python} -m trainmedic diagnose ${path} failed (${why}): set PYTHON to a Python with the server's libraries (make .venv/.installed)`);
         process.exit(2);
     }
+    // Piped, the CLI prints its JSON on one line: kept indented, and compared as values.
+    const answered = JSON.stringify(JSON.parse(answer));
     const file = join(OUT, name);
     if (!check) {
-        writeFileSync(file, answer);
+        writeFileSync(file, `${JSON.stringify(JSON.parse(answer), null, 2)}\n`);
         continue;
     }
     let kept = '';
     try {
-        kept = readFileSync(file, 'utf8');
+        kept = JSON.stringify(JSON.parse(readFileSync(file, 'utf8')));
     } catch {
-        // missing: stale
+        // missing or not JSON: stale
     }
-    if (kept !== answer) {
+    if (kept !== answered) {
         stale += 1;
         console.error(`${file} is not what the server answers today: run node scripts/diagnosis-fixtures.mjs`);
     }
