@@ -206,28 +206,21 @@ class Chunker:
                 return []
             data, self.skipping = data[cut + 1 :], False
             self.start += cut + 1
-        chunks, at = [], 0  # `data` before `at` is in chunks already
+        # What is pending holds no newline where its chunk may end (it was cut there when it
+        # came), so each chunk ends in `data`; `data` before `at` is in chunks already.
+        chunks, at = [], 0
         with memoryview(data) as view:
             while True:
-                held = len(self.pending)
                 if self.eager:  # every complete line
-                    found = data.rfind(b"\n", at)
-                    end = held + found - at if found >= 0 else self.pending.rfind(b"\n")
+                    end = data.rfind(b"\n", at)
                 else:  # to the first newline from the chunk's last byte on
                     limit = self.chunk_bytes - self.start % self.chunk_bytes
-                    end = self.pending.find(b"\n", limit - 1) if limit <= held else -1
-                    if end < 0:
-                        found = data.find(b"\n", at + max(0, limit - 1 - held))
-                        end = held + found - at if found >= 0 else -1
+                    end = data.find(b"\n", at + max(0, limit - 1 - len(self.pending)))
                 if end < 0:
                     break
-                if end < held:
-                    chunks.append(self._take(end + 1))
-                    continue
-                used = end + 1 - held
-                raw = b"".join((self.pending, view[at:at + used]))
+                raw = b"".join((self.pending, view[at:end + 1]))
                 self.pending.clear()
-                at += used
+                at = end + 1
                 chunks.append(self._chunk(raw, len(raw)))
             self.pending += view[at:]
         line_start = self.pending.rfind(b"\n") + 1
