@@ -114,6 +114,11 @@ class Sample:
                 return value
         return None
 
+    def plot_x(self, line: Line) -> float:
+        """Where the sample sits on a plot, and where a detector's anomaly is marked: its step,
+        else the number of its line."""
+        return float(self.step) if self.step is not None else float(line.number)
+
 
 def _float(text: str) -> float | None:
     try:

@@ -79,7 +79,7 @@ class MetricSeries:
             reading = self._reading[present] = [
                 index for index, (name, _) in enumerate(self.keys)
                 if not DETECTORS[name].READS.isdisjoint(present)]
-        x = float(sample.step) if sample.step is not None else float(line.number)
+        x = sample.plot_x(line)
         for index in reading:  # Detector.feed, with the x worked out once for all of them
             detector = detectors[index]
             detector.x = x

@@ -30,7 +30,7 @@ class Detector:
     DEFAULTS: ClassVar[Mapping[str, float]]
     found: tuple[tuple[Line, float], ...] = ()  # the first hits, each with its x
     held: tuple[Line, float] | None = None  # a hit later samples may still undo
-    x = 0.0  # the sample being checked: its step, else its line number
+    x = 0.0  # the plot x of the sample being checked (Sample.plot_x)
 
     def __init__(self, params: Mapping[str, float] | None = None) -> None:
         self.params: Mapping[str, float] = (
@@ -63,8 +63,8 @@ class Detector:
         return [*self.found, self.held] if self.held is not None else list(self.found)
 
     def feed(self, sample: Sample, line: Line) -> None:
-        """One sample in order; its x (step, else line number) marks the anomaly on a plot."""
-        self.x = float(sample.step) if sample.step is not None else float(line.number)
+        """One sample in order; its x marks the anomaly on a plot."""
+        self.x = sample.plot_x(line)
         self.check(sample, line)
 
     def check(self, sample: Sample, line: Line) -> None:
