@@ -41,10 +41,10 @@ for (const { name, cwd, path } of FIXTURES) {
         process.exit(2);
     }
     // Piped, the CLI prints its JSON on one line: kept indented, and compared as values.
-    const answered = JSON.stringify(JSON.parse(answer));
+    const parsed = JSON.parse(answer);
     const file = join(OUT, name);
     if (!check) {
-        writeFileSync(file, `${JSON.stringify(JSON.parse(answer), null, 2)}\n`);
+        writeFileSync(file, `${JSON.stringify(parsed, null, 2)}\n`);
         continue;
     }
     let kept = '';
@@ -53,7 +53,7 @@ for (const { name, cwd, path } of FIXTURES) {
     } catch {
         // missing or not JSON: stale
     }
-    if (kept !== answered) {
+    if (kept !== JSON.stringify(parsed)) {
         stale += 1;
         console.error(`${file} is not what the server answers today: run node scripts/diagnosis-fixtures.mjs`);
     }
