@@ -18,6 +18,7 @@ from shared_files import (
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.logs.inputs import opened
+from trainmedic.logs.prefixes import FRAMES, Frame
 from trainmedic.model import Basis, Diagnosis
 
 CATALOGUE = bundled()
@@ -105,3 +106,26 @@ def test_no_rank_is_claimed_where_the_label_settles_none() -> None:
               and d.initiating_basis not in UNCLAIMED]
     assert len(unsettled) >= 30
     assert len(claims) / len(unsettled) <= 0.1, claims
+
+
+@pytest.mark.parametrize("frame", FRAMES, ids=lambda f: f.tool)
+def test_a_collector_frame_on_every_line_changes_no_answer(frame: Frame,
+                                                           tmp_path: Path) -> None:
+    """The labelled multi-rank logs, each line behind the frame a log collector puts there
+    (kubectl, docker, CI runners, journald): the same first finding and initiating rank."""
+    cases = labelled_cases()
+    need(cases[0][0] if cases else None)
+    head = frame.example[: frame.example.index("[rank3]: ")]
+    changed = []
+    for path, case in cases:
+        if not case.get("multi_rank") or case.get("initiating_rank") is None:
+            continue
+        framed = tmp_path / path.name
+        text = path.read_text("utf-8", errors="surrogateescape")
+        framed.write_text("".join(head + line for line in text.splitlines(keepends=True)),
+                          "utf-8", errors="surrogateescape")
+        before, after = diagnosis_of(path), diagnosis_of(framed)
+        if ([f.rule_id for f in before.findings[:1]], before.initiating_rank) != (
+                [f.rule_id for f in after.findings[:1]], after.initiating_rank):
+            changed.append(f"{path.parent.name}/{path.name}")
+    assert not changed

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from trainmedic.logs.prefixes import (
+    FRAMES,
     PREFIXES,
     RELAYS,
+    Frame,
     Prefix,
     Relay,
     census,
@@ -85,6 +87,32 @@ def test_every_prefix_wraps_a_torch_rank_prefix(prefix: Prefix) -> None:
     look-ahead prefix is left out: it reads its rank and ends the prefixes."""
     head = prefix.example[: len(prefix.example) - len(parse_rank(prefix.example)[1])]
     assert parse_rank(head + "[rank9]: RuntimeError: x") == (9, "RuntimeError: x")
+
+
+@pytest.mark.parametrize("frame", FRAMES, ids=lambda f: f.tool)
+def test_a_launcher_prefix_is_read_behind_every_frame(frame: Frame) -> None:
+    """A frame's example holds `[rank3]: ` after it: the rank, the body without both, the
+    census and a pdsh host behind the frame are all read as without it."""
+    head = frame.example[: frame.example.index("[rank3]: ")]
+    assert parse_rank(frame.example) == (3, "Traceback (most recent call last):")
+    assert census("some output\n" + frame.example) == {3}
+    assert parse_rank(head + "[default1]:RuntimeError: x") == (1, "RuntimeError: x")
+    assert local_only_rank(head + "[default1]:RuntimeError: x") == 1
+    assert local_only_rank(frame.example) is None
+    assert host_prefix(head + "worker-1: [rank5]: RuntimeError: x") == "worker-1"
+    # a frame alone names no rank; the line's own text starts after it
+    assert parse_rank(head + "RuntimeError: CUDA error: out of memory") == (
+        None, "RuntimeError: CUDA error: out of memory")
+    assert parse_rank(head + "node1:2345:2400 [6] NCCL INFO Bootstrap")[0] == 6
+
+
+@pytest.mark.parametrize("text", [
+    "2026-11-29 18:16:25,461 INFO [rank1] train: initialized",  # a logger's own time, no frame
+    "| epoch-1 | loss 2.31 |",  # a markdown table's row
+    "[pod/trainer-0] [rank3]: boom",  # not kubectl's pod/name/container
+])
+def test_look_alike_frames_are_left_in_the_text(text: str) -> None:
+    assert parse_rank(text)[1] == text
 
 
 @pytest.mark.parametrize("relay", RELAYS, ids=lambda r: r.launcher)

@@ -95,6 +95,8 @@ class EventExtractor:
             block = blocks.get(number)
             rank, body = source.event_rank(line.text, number, block is not None)
             stamp = source.clock.parse(body)
+            if stamp is None and len(body) < len(line.text):  # the time a frame gave the line
+                stamp = source.clock.parse(line.text[:len(line.text) - len(body)])
             line = Line(line.path, number, line.text, rank,
                         stamp if stamp is not None else file_time)
             traceback = block[1] if block else None

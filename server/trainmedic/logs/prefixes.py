@@ -1,8 +1,10 @@
 """Which rank printed a line: launcher prefixes first, then rank markers in the text.
 
 Launchers are read from PREFIXES, one line each; the rank census of a chunk is built from the
-same table, so the two never disagree. RELAYS are the lines with which a launcher hands on
-another process's error: the traceback after one is the named rank's.
+same table, so the two never disagree. FRAMES are what the tools that collect a job's output
+put before every line (a container's name, the time it was read): no rank, but a launcher's
+prefix may follow one. RELAYS are the lines with which a launcher hands on another process's
+error: the traceback after one is the named rank's.
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ PREFIXES = (
            "[default1]:[W socket.cpp:464] [c10d] The server socket has failed to bind."),
     Prefix("mpirun --tag-output", r"\[\d{1,6},(\d{1,6})\]<std(?:out|err)>: ?", True, 2,
            "[1,2]<stderr>:RuntimeError: CUDA error: out of memory"),
+    Prefix("mpirun --tag-output on SageMaker (rank and host)",
+           r"\[\d{1,6},mpirank:(\d{1,6}),[\w.-]{1,255}\]<std(?:out|err)>: ?", True, 3,
+           "[1,mpirank:3,algo-1]<stderr>:INFO:root:Reducer buckets have been rebuilt in this "
+           "iteration."),
     Prefix("pdsh-style launchers (host: [rankN]:)", r"[\w.-]{1,255}: \[rank(\d{1,6})\]: ?", True, 5,
            "worker-1: [rank5]: torch.OutOfMemoryError: CUDA out of memory."),
     Prefix("srun -l / --label", r" {0,4}(\d{1,6}): (?=\S)", True, 7,
@@ -61,10 +67,36 @@ PREFIXES = (
            "[2026-03-11 12:26:04 DP1 TP3] Scheduler hit an exception: Traceback (most recent "
            "call last):"),
 )
-# All of them in one pattern, tried in order; each has one group, so the matched group's number
-# tells which prefix it is (one call instead of one per prefix, for every line read).
-_ANY_PREFIX = re.compile("|".join(f"(?:{p.pattern})" for p in PREFIXES))
-_IS_GLOBAL = tuple(p.is_global for p in PREFIXES)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What a collecting tool puts before each line it hands on; `example` is a real line."""
+
+    tool: str
+    pattern: str
+    example: str
+
+
+FRAMES = (
+    # RFC 3339 with nanoseconds (kubectl and docker) or 100 ns (GitHub Actions' raw logs).
+    Frame("kubectl logs --timestamps, docker logs -t, GitHub Actions",
+          r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) ",
+          "2024-05-12T15:51:49.420123456Z [rank3]: Traceback (most recent call last):"),
+    Frame("kubectl logs --prefix", r"\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] ",
+          "[pod/trainer-worker-0/pytorch] [rank3]: Traceback (most recent call last):"),
+    Frame("docker compose logs (service and replica, padded to the longest)",
+          r"[\w.-]{1,64}[-_]\d{1,4} {1,64}\| ",
+          "trainer-1  | [rank3]: Traceback (most recent call last):"),
+    Frame("journalctl (its default short format)",
+          r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,255} [\w.@-]{1,64}(?:\[\d{1,10}\])?: ",
+          "May 12 15:51:49 gpu-node-3 torchrun[4121]: [rank3]: Traceback (most recent call last):"),
+)
+# All of them in one pattern, tried in order; each has one group (a frame an empty one), so the
+# matched group's number tells which it is (one call instead of one per prefix, for every line).
+_ANY_PREFIX = re.compile("|".join([*(f"(?:{p.pattern})" for p in PREFIXES),
+                                   *(f"(?:{f.pattern})()" for f in FRAMES)]))
+_IS_GLOBAL: tuple[bool | None, ...] = (*(p.is_global for p in PREFIXES), *(None for _ in FRAMES))
 # Rank written in the message itself: `[Rank 3]`, `[rank 3]`, `rank=3`, `RANK 3`, `Rank 3 `,
 # `[Worker:3]`.
 _IN_TEXT = re.compile(r"(?<![\w.])(?:\[rank ?|rank[ =:]\s?|\[worker:)(\d{1,6})\b",
@@ -74,13 +106,17 @@ _NCCL = re.compile(r"^[\w.-]+:\d+:\d+ \[(\d+)\] NCCL ")
 _TEXT_SPAN = 160
 
 
-def _prefixes(text: str) -> Iterator[tuple[int, bool, int]]:
-    """The launcher prefixes a line starts with, outermost first: each one's number, whether
-    that is the global rank, and where the prefix ends."""
+def _prefixes(text: str) -> Iterator[tuple[int | None, bool, int]]:
+    """The launcher prefixes and frames a line starts with, outermost first: each one's number
+    (a frame's: None), whether that is the global rank, and where it ends."""
     position = 0
     while (match := _ANY_PREFIX.match(text, position)) is not None:
         group = match.lastindex or 0
-        yield int(match.group(group)), _IS_GLOBAL[group - 1], match.end()
+        is_global = _IS_GLOBAL[group - 1]
+        if is_global is None:
+            yield None, False, match.end()
+        else:
+            yield int(match.group(group)), is_global, match.end()
         if match.end() == position:
             return  # a look-ahead reads the rank and ends the prefixes
         position = match.end()
@@ -92,7 +128,7 @@ def split_prefix(text: str) -> tuple[int | None, int]:
     for value, is_global, end in _prefixes(text):
         if is_global:
             rank = value
-        else:
+        elif value is not None:
             local = value
         start = end
     return (rank if rank is not None else local), start
@@ -100,12 +136,14 @@ def split_prefix(text: str) -> tuple[int | None, int]:
 
 _HOST_PREFIX = re.compile(
     r"(?![\w.]*(?:Error|Exception|Warning):)([\w.-]{1,255}): \[rank\d{1,6}\]:")
+_FRAME = re.compile("|".join(f"(?:{f.pattern})" for f in FRAMES))
 
 
 def host_prefix(text: str) -> str | None:
-    """The host a pdsh-style prefix puts before a rank's line (`worker-1: [rank5]: ...`); an
-    exception's name before a rank marker is none."""
-    match = _HOST_PREFIX.match(text)
+    """The host a pdsh-style prefix puts before a rank's line (`worker-1: [rank5]: ...`),
+    behind a frame or not; an exception's name before a rank marker is none."""
+    frame = _FRAME.match(text)
+    match = _HOST_PREFIX.match(text, frame.end() if frame else 0)
     return match.group(1) if match else None
 
 
@@ -116,7 +154,7 @@ def local_only_rank(text: str) -> int | None:
     for value, is_global, _end in _prefixes(text):
         if is_global:
             return None
-        local = value
+        local = value if value is not None else local
     return local
 
 
@@ -141,7 +179,9 @@ _PATH_RANK = (
 # Rank markers counted over whole chunks, to know which ranks exist even if they stayed quiet.
 # Each pattern starts with a literal, which the regex engine finds fast.
 _CENSUS_MARKERS = re.compile(r"\[(?:rank ?|default|Rank |Worker:)(\d{1,6})\]")
-_CENSUS_PREFIXES = re.compile("\n(?:" + "|".join(p.pattern for p in PREFIXES) + ")")
+_CENSUS_PREFIXES = re.compile(
+    "\n(?:" + "|".join(f.pattern for f in FRAMES) + ")?(?:" + "|".join(p.pattern for p in PREFIXES)
+    + ")")
 
 
 def rank_of_path(path: str) -> int | None:
