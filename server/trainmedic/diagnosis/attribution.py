@@ -59,10 +59,14 @@ def chronological(lines: Iterable[Line], order: Mapping[str, int]) -> list[Line]
 def in_time_order(items: Iterable[T], line_of: Callable[[T], Line],
                   order: Mapping[str, int]) -> list[T]:
     """Items in the order their lines happened (see `chronological`)."""
+    every = list(items)
+    if len({line_of(item).path for item in every}) <= 1:  # one file: its line order, quicker
+        return sorted(every, key=lambda item: line_of(item).number)
+
     def compare(a: T, b: T) -> int:
         return _compare(line_of(a), line_of(b), order)
 
-    return sorted(items, key=cmp_to_key(compare))
+    return sorted(every, key=cmp_to_key(compare))
 
 
 def before(a: Line, b: Line, order: Mapping[str, int]) -> bool:
