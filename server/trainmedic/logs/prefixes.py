@@ -71,7 +71,8 @@ PREFIXES = (
 
 @dataclass(frozen=True)
 class Frame:
-    """What a collecting tool puts before each line it hands on; `example` is a real line."""
+    """What a collecting tool puts before each line it hands on; `example` is a line in the
+    tool's shape with torch's `[rank3]: ` behind the frame, which the tests read."""
 
     tool: str
     pattern: str
