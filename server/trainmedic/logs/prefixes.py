@@ -93,6 +93,7 @@ FRAMES = (
           r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,255} [\w.@-]{1,64}(?:\[\d{1,10}\])?: ",
           "May 12 15:51:49 gpu-node-3 torchrun[4121]: [rank3]: Traceback (most recent call last):"),
 )
+_FRAME = re.compile("|".join(f"(?:{f.pattern})" for f in FRAMES))  # a pdsh host, a census
 # All of them in one pattern, tried in order; each has one group (a frame an empty one), so the
 # matched group's number tells which it is (one call instead of one per prefix, for every line).
 _ANY_PREFIX = re.compile("|".join([*(f"(?:{p.pattern})" for p in PREFIXES),
@@ -137,7 +138,6 @@ def split_prefix(text: str) -> tuple[int | None, int]:
 
 _HOST_PREFIX = re.compile(
     r"(?![\w.]*(?:Error|Exception|Warning):)([\w.-]{1,255}): \[rank\d{1,6}\]:")
-_FRAME = re.compile("|".join(f"(?:{f.pattern})" for f in FRAMES))
 
 
 def host_prefix(text: str) -> str | None:
@@ -155,7 +155,8 @@ def local_only_rank(text: str) -> int | None:
     for value, is_global, _end in _prefixes(text):
         if is_global:
             return None
-        local = value if value is not None else local
+        if value is not None:
+            local = value
     return local
 
 
@@ -181,8 +182,7 @@ _PATH_RANK = (
 # Each pattern starts with a literal, which the regex engine finds fast.
 _CENSUS_MARKERS = re.compile(r"\[(?:rank ?|default|Rank |Worker:)(\d{1,6})\]")
 _CENSUS_PREFIXES = re.compile(
-    "\n(?:" + "|".join(f.pattern for f in FRAMES) + ")?(?:" + "|".join(p.pattern for p in PREFIXES)
-    + ")")
+    f"\n(?:{_FRAME.pattern})?(?:" + "|".join(p.pattern for p in PREFIXES) + ")")
 
 
 def rank_of_path(path: str) -> int | None:
