@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.cli import EXIT_INPUT, EXIT_ROOT_CAUSE, EXIT_RULES, EXIT_USAGE, main
+from trainmedic.cli import EXIT_INPUT, EXIT_ROOT_CAUSE, EXIT_RULES, EXIT_USAGE, main, script
 from trainmedic.logs import inputs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -200,6 +201,17 @@ def test_rules_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert "did you mean: amp-loss-scale" in capsys.readouterr().err
     assert main(["rules", "test"]) == 0
     assert "PASS  amp-loss-scale" in capsys.readouterr().out
+
+
+def test_the_command_leaves_what_it_made_to_the_exit_not_the_collector(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(sys, "argv", ["trainmedic", "diagnose", str(EXAMPLE), "--exit-code"])
+    try:
+        assert script() == EXIT_ROOT_CAUSE  # main's answer, passed on
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert "amp-loss-scale" in capsys.readouterr().out
 
 
 def test_diagnose_path_does_not_import_the_language_server() -> None:

@@ -1,5 +1,5 @@
 """`python -m trainmedic` is the `trainmedic` command."""
 
-from trainmedic.cli import main
+from trainmedic.cli import script
 
-raise SystemExit(main())
+raise SystemExit(script())
