@@ -104,6 +104,25 @@ def test_the_compiled_database_is_cached_and_a_bad_cache_only_slows_the_start(
 
 
 @pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+def test_a_cached_database_is_used_only_for_the_patterns_it_was_compiled_from(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hyperscan
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    fast.HyperscanMatcher(CATALOGUE)
+    (cached,) = (tmp_path / "trainmedic").glob("hyperscan-*.db")
+    other = fast._compiled([b"Killed"], [0])  # another catalogue's, as if its name were alike
+    made_from, _, _ = cached.read_bytes().partition(b"\n")
+    cached.write_bytes(made_from.replace(b"Killed", b"Kil1ed") + b"\n"
+                       + hyperscan.dumpb(other))
+    text = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    hits = fast.HyperscanMatcher(CATALOGUE).find(text).hits
+    assert hits
+    assert hits == matcher_for(CATALOGUE, "python").find(text).hits
+    assert cached.read_bytes().startswith(made_from + b"\n")  # compiled again, in its place
+
+
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
 def test_the_cache_keeps_the_databases_used_last(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

@@ -73,32 +73,36 @@ def _machine() -> str:
 def _database(expressions: list[bytes], flags: list[int]) -> Any:
     """The compiled database, loaded from the user cache when this catalogue was compiled before.
 
-    Compiling takes about 0.4 s, loading a compiled copy well under a millisecond. A cache that
+    Compiling takes about 0.4 s, loading a compiled copy well under a millisecond. A cached
+    file starts with what it was compiled from (the patterns, their flags, Hyperscan's release
+    and the machine), which must be this catalogue's to be used: its name, a checksum of that,
+    only finds it (hashlib would cost more to import than all of the loading). A cache that
     cannot be read or written is only a slower start. The cache keeps the KEPT_DATABASES used
     last: a database is about a megabyte, and each edit of a rule pack makes a new one.
     """
-    import hashlib
+    import zlib
 
     import hyperscan
 
     release = getattr(hyperscan, "__version__", "")  # not importlib.metadata: slow to import
-    key = hashlib.sha256(repr((release, _machine(), expressions,
-                               flags)).encode()).hexdigest()[:32]
+    made_from = repr((release, _machine(), expressions, flags)).encode() + b"\n"  # one line
     try:
-        cached = cache_folder() / f"hyperscan-{key}.db"
+        cached = cache_folder() / f"hyperscan-{zlib.crc32(made_from):08x}.db"
     except OSError:
         return _compiled(expressions, flags)
     try:
-        database = hyperscan.loadb(cached.read_bytes(), hyperscan.HS_MODE_BLOCK)
-        os.utime(cached)  # used now: kept over those used before
-        return database
+        with open(cached, "rb") as stored:
+            if stored.read(len(made_from)) == made_from:
+                database = hyperscan.loadb(stored.read(), hyperscan.HS_MODE_BLOCK)
+                os.utime(cached)  # used now: kept over those used before
+                return database
     except (OSError, hyperscan.error):
         pass
     database = _compiled(expressions, flags)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(hyperscan.dumpb(database))
+        partial.write_bytes(made_from + hyperscan.dumpb(database))
         os.replace(partial, cached)  # whole or not at all, even with several writers
         _forget_old(cached.parent)
     except OSError:
