@@ -77,6 +77,15 @@ def test_summary_behind_a_quote_prefix_is_read() -> None:
     assert self_exits(quoted) == [(5, 1, None)]
 
 
+def test_summary_copied_with_its_runs_of_spaces_turned_into_tabs_is_read() -> None:
+    """A terminal's copy or an editor may hand runs of spaces on as tabs."""
+    tabbed = NO_OTHER.replace("      :", "\t:").replace("  :", "\t:")
+    assert "rank\t: 5" in tabbed
+    assert self_exits(tabbed) == [(5, 1, None)]
+    mpi = "The first process to do so was:\n  Process name:\t[[29973,1],3]\n  Exit code:\t1\n"
+    assert [r for r, _, _ in self_exits(mpi)] == [3]
+
+
 def test_summary_of_one_node_of_several() -> None:
     # corpus real-a/044.log: the agent on the second node; srun's task 1 is that agent
     text = """\

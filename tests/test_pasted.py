@@ -37,6 +37,12 @@ def test_a_message_retyped_in_one_case_is_still_recognised(text: str) -> None:
     assert first(text) == first(OOM if "memory" in text.lower() else UNSCALE)
 
 
+def test_a_message_copied_from_a_web_page_with_no_break_spaces_is_recognised() -> None:
+    """A page shows two spaces apart with U+00A0; copied, the message holds them."""
+    assert first(OOM.replace(": ", ":\u00a0").replace(". ", ".\u00a0 ")) == first(OOM)
+    assert first(OOM) is not None
+
+
 def test_a_terminal_wrap_through_the_message_is_joined() -> None:
     cut = 80 - (UNSCALE.index("FP16") + 2)  # the terminal's edge falls inside "FP16"
     text = "Traceback (most recent call last):\n" + "-" * cut + UNSCALE + "\n" + OOM

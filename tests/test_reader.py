@@ -41,6 +41,11 @@ def test_ansi_colour_and_cursor_codes_are_stripped() -> None:
     assert lines(data) == [(1, "RuntimeError: boom"), (2, "done")]
 
 
+def test_a_no_break_space_reads_as_a_space_and_other_characters_stay() -> None:
+    data = "RuntimeError:\u00a0CUDA error\u00a0\u00a0x\nà\u00a0voilà\n".encode()
+    assert lines(data) == [(1, "RuntimeError: CUDA error  x"), (2, "à voilà")]
+
+
 def test_carriage_return_progress_resolves_to_final_text() -> None:
     data = b" 10%|#   |\r 50%|#####|\r100%|##########|\nnext\n"
     assert lines(data) == [(1, "100%|##########|"), (2, "next")]

@@ -43,11 +43,13 @@ PATTERNS: tuple[tuple[str, str], ...] = (
                      r"local_rank: (?P<local_rank>\d{1,6}) \(pid: (?P<pid>\d{1,9})\)"),
     ("summary-failures", r"^[^\n]{0,40}Failures:[ \t]{0,20}$"),
     ("summary-root", r"Root Cause \(first observed failure\):"),
-    ("summary-time", r"^[^\n]{0,40}\btime {0,10}: (?P<time>\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d)"
+    ("summary-time", r"^[^\n]{0,40}\btime[ \t]{0,10}: (?P<time>\d{4}-\d\d-\d\d_\d\d:\d\d:\d\d)"
                      r"[ \t]{0,20}$"),
-    ("summary-host", r"^[^\n]{0,40}\bhost {0,10}: (?P<host>[\w.-]{1,253})[ \t]{0,20}$"),
-    ("summary-rank", r"\brank {0,10}: (?P<rank>\d{1,6}) \(local_rank: (?P<local_rank>\d{1,6})\)"),
-    ("summary-exitcode", r"\bexitcode {0,10}: (?P<exitcode>-?\d{1,4}) \(pid: (?P<pid>\d{1,9})\)"),
+    ("summary-host", r"^[^\n]{0,40}\bhost[ \t]{0,10}: (?P<host>[\w.-]{1,253})[ \t]{0,20}$"),
+    ("summary-rank", r"\brank[ \t]{0,10}: (?P<rank>\d{1,6}) "
+                     r"\(local_rank: (?P<local_rank>\d{1,6})\)"),
+    ("summary-exitcode", r"\bexitcode[ \t]{0,10}: (?P<exitcode>-?\d{1,4}) "
+                         r"\(pid: (?P<pid>\d{1,9})\)"),
     # torch.multiprocessing.spawn: ProcessContext.join raises for the first child it finds
     # dead (its index is the local rank), then terminates the others.
     ("spawn-exited", r"(?:ProcessExitedException|Exception): process (?P<rank>\d{1,6}) "
@@ -65,9 +67,9 @@ PATTERNS: tuple[tuple[str, str], ...] = (
                     r"(?P<host>\S{1,100}) (?:exited on signal (?P<signal>\d{1,3})|"
                     r"exited with status (?P<exitcode>\d{1,4}))"),
     ("first-process", r"The first process to do so was:"),
-    ("process-name", r"Process name: {0,8}(?:\[\[\d{1,10},\d{1,10}\],)?(?P<rank>\d{1,6})\]?"
+    ("process-name", r"Process name:[ \t]{0,8}(?:\[\[\d{1,10},\d{1,10}\],)?(?P<rank>\d{1,6})\]?"
                      r"[ \t]{0,20}$"),
-    ("exit-code", r"Exit code: {0,8}(?P<exitcode>-?\d{1,4})[ \t]{0,20}$"),
+    ("exit-code", r"Exit code:[ \t]{0,8}(?P<exitcode>-?\d{1,4})[ \t]{0,20}$"),
     # Ray Train: the trainer lists each worker's pid and world rank; a worker prefix with a
     # rank on the line ties its pid too; the driver reports a dead worker by pid; Ray Train 2
     # groups the failed ranks' errors ("[Rank 0,3 Error Snippet]:").

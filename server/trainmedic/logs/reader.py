@@ -5,8 +5,9 @@ read from the start. The reader never splits on a lone carriage return: a `\\r` 
 resolved to the text it ends with, so line numbers agree with what an editor shows. Memory stays
 bounded by the chunk size: a line longer than `MAX_LINE_BYTES` is cut there and the rest of it
 skipped. A chunk stays bytes (normalised as bytes: carriage returns, line feeds and escapes are
-ASCII, never part of a UTF-8 sequence); it is decoded only where text is needed, mostly line by
-line, since decoding a whole chunk costs more than scanning it.
+ASCII, never part of a UTF-8 sequence, and a no-break space is a whole one); it is decoded only
+where text is needed, mostly line by line, since decoding a whole chunk costs more than
+scanning it.
 """
 
 from __future__ import annotations
@@ -131,9 +132,13 @@ def capped(text: str) -> str:
 
 
 def normalise(data: bytes) -> bytes:
-    """Resolve CRLF and `\r` overwrites to their final text, and drop ANSI escapes."""
+    """Resolve CRLF and `\r` overwrites to their final text, drop ANSI escapes, and read a
+    no-break space as a space: a log copied from a web page has one wherever the page kept two
+    spaces apart, and the messages the rules know were printed with plain ones."""
     if b"\x1b" in data:
         data = _ANSI.sub(b"", data)
+    if b"\xa0" in data:  # one byte is looked for at memchr's speed, a pair of them is not
+        data = data.replace(b"\xc2\xa0", b" ")
     first = data.find(b"\r")
     if first < 0:
         return data
