@@ -43,6 +43,14 @@ def test_a_message_copied_from_a_web_page_with_no_break_spaces_is_recognised() -
     assert first(OOM) is not None
 
 
+def test_metrics_and_messages_typeset_with_curly_quotes_are_read() -> None:
+    """A forum's typesetting turns a pasted line's quotes round."""
+    steps = "".join(f"{{\u2018loss\u2019: {loss}, \u2018grad_norm\u2019: 1.0}}\n"
+                    for loss in [2.1, 2.0, 1.9, 1.8, *["nan"] * 12])
+    assert first(steps) == first(steps.replace("\u2018", "'").replace("\u2019", "'"))
+    assert first(steps) is not None
+
+
 def test_a_terminal_wrap_through_the_message_is_joined() -> None:
     cut = 80 - (UNSCALE.index("FP16") + 2)  # the terminal's edge falls inside "FP16"
     text = "Traceback (most recent call last):\n" + "-" * cut + UNSCALE + "\n" + OOM

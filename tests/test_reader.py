@@ -46,6 +46,11 @@ def test_a_no_break_space_reads_as_a_space_and_other_characters_stay() -> None:
     assert lines(data) == [(1, "RuntimeError: CUDA error  x"), (2, "à voilà")]
 
 
+def test_curly_quotes_read_as_straight_ones_and_other_punctuation_stays() -> None:
+    data = "{\u2018loss\u2019: nan} \u201cok\u201d \u2026 \u2013 \u20ac 一\n".encode()
+    assert lines(data) == [(1, "{'loss': nan} \"ok\" \u2026 \u2013 \u20ac 一")]
+
+
 def test_carriage_return_progress_resolves_to_final_text() -> None:
     data = b" 10%|#   |\r 50%|#####|\r100%|##########|\nnext\n"
     assert lines(data) == [(1, "100%|##########|"), (2, "next")]

@@ -5,9 +5,9 @@ read from the start. The reader never splits on a lone carriage return: a `\\r` 
 resolved to the text it ends with, so line numbers agree with what an editor shows. Memory stays
 bounded by the chunk size: a line longer than `MAX_LINE_BYTES` is cut there and the rest of it
 skipped. A chunk stays bytes (normalised as bytes: carriage returns, line feeds and escapes are
-ASCII, never part of a UTF-8 sequence, and a no-break space is a whole one); it is decoded only
-where text is needed, mostly line by line, since decoding a whole chunk costs more than
-scanning it.
+ASCII, never part of a UTF-8 sequence, and a no-break space or curly quote is a whole one); it
+is decoded only where text is needed, mostly line by line, since decoding a whole chunk costs
+more than scanning it.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ MAX_LINE_CHARS = 4000  # what a Line keeps for display; matching sees the whole 
 COUNTER_STRIDE = 1 << 16  # bytes between the line numbers a LineCounter keeps
 _DENSITY_PROBE, _DENSE_NEWLINES = 64, 4  # more newlines than this in a span's first bytes
 
+# U+2018 and U+2019, U+201C and U+201D in UTF-8.
+_CURLY_QUOTES = re.compile(rb"\xe2\x80[\x98\x99\x9c\x9d]")
+_SINGLE_QUOTES = frozenset({"\u2018".encode(), "\u2019".encode()})
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 
@@ -131,14 +134,23 @@ def capped(text: str) -> str:
     return text[:MAX_LINE_CHARS] + "…" if len(text) > MAX_LINE_CHARS else text
 
 
+def _plain_quote(match: re.Match[bytes]) -> bytes:
+    return b"'" if match.group() in _SINGLE_QUOTES else b'"'
+
+
 def normalise(data: bytes) -> bytes:
     """Resolve CRLF and `\r` overwrites to their final text, drop ANSI escapes, and read a
-    no-break space as a space: a log copied from a web page has one wherever the page kept two
-    spaces apart, and the messages the rules know were printed with plain ones."""
+    no-break space as a space and curly quotes as straight ones: a log copied from a web page
+    has the first wherever the page kept two spaces apart, and the second where its typesetting
+    turned quotes round; the messages the rules know were printed with plain ones."""
     if b"\x1b" in data:
         data = _ANSI.sub(b"", data)
-    if b"\xa0" in data:  # one byte is looked for at memchr's speed, a pair of them is not
+    # Single bytes are looked for at memchr's speed, longer needles far slower: `\xa0` ends a
+    # no-break space and `\x80` is inside every curly quote (and in few other characters).
+    if b"\xa0" in data:
         data = data.replace(b"\xc2\xa0", b" ")
+    if b"\x80" in data:
+        data = _CURLY_QUOTES.sub(_plain_quote, data)
     first = data.find(b"\r")
     if first < 0:
         return data
