@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -117,6 +118,55 @@ def test_directory_of_logs_is_read_recursively(tmp_path: Path,
     (tmp_path / "model.bin").write_bytes(b"\0\1\2")
     assert main(["diagnose", str(tmp_path), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["diagnoses"][0]["rule_id"] == "amp-loss-scale"
+
+
+def _diagnosed_json(capsys: pytest.CaptureFixture[str], *paths: Path) -> dict[str, Any]:
+    assert main(["diagnose", *map(str, paths), "--format", "json"]) == 0
+    result: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return result
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_a_compressed_log_is_read_as_the_text_it_holds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str) -> None:
+    import bz2
+    import gzip
+    import lzma
+
+    compress = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}[suffix]
+    def answer(*paths: Path) -> tuple[object, ...]:
+        result = _diagnosed_json(capsys, *paths)
+        return (result["initiating_rank"], sorted(result["ranks"]),
+                [(d["rule_id"], d["confidence"]) for d in result["diagnoses"]])
+
+    (tmp_path / "attempt_0" / "2").mkdir(parents=True)
+    packed = tmp_path / "attempt_0" / "2" / f"stderr.log{suffix}"
+    packed.write_bytes(compress(EXAMPLE.read_bytes()))
+    assert answer(packed) == answer(EXAMPLE)
+    assert answer(tmp_path) == answer(EXAMPLE)  # found in a folder, its rank read from its path
+
+
+def test_a_compressed_log_cut_short_is_read_up_to_the_cut_with_a_warning(tmp_path: Path) -> None:
+    import gzip
+
+    path = tmp_path / "job.log.gz"
+    whole = gzip.compress(EXAMPLE.read_bytes())
+    path.write_bytes(whole[: len(whole) * 3 // 4])
+    done = run("diagnose", str(path), "--format", "json")
+    assert done.returncode == 0
+    assert "job.log.gz: the gzip data stops early" in done.stderr
+    assert json.loads(done.stdout)["diagnoses"][0]["rule_id"] == "amp-loss-scale"
+
+
+def test_a_compressed_binary_is_refused_and_skipped_in_a_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+
+    (tmp_path / "weights.log.gz").write_bytes(gzip.compress(b"\0\1\2" * 100))
+    one_line_error(run("diagnose", str(tmp_path / "weights.log.gz")), EXIT_INPUT,
+                   "weights.log.gz: binary file, not a log")
+    (tmp_path / "run.log.gz").write_bytes(gzip.compress(EXAMPLE.read_bytes()))
+    assert _diagnosed_json(capsys, tmp_path)["diagnoses"][0]["rule_id"] == "amp-loss-scale"
 
 
 def one_line_error(done: subprocess.CompletedProcess[str], code: int, text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,31 @@ def test_a_collector_frame_on_every_line_changes_no_answer(frame: Frame,
         framed.write_text("".join(head + line for line in text.splitlines(keepends=True)),
                           "utf-8", errors="surrogateescape")
         before, after = diagnosis_of(path), diagnosis_of(framed)
+        if ([f.rule_id for f in before.findings[:1]], before.initiating_rank) != (
+                [f.rule_id for f in after.findings[:1]], after.initiating_rank):
+            changed.append(f"{path.parent.name}/{path.name}")
+    assert not changed
+
+
+def as_a_web_page_hands_it_on(text: str) -> str:
+    """`text` copied from a rendered page and a terminal: a no-break space after every colon,
+    quotes typeset curly, and each run of four spaces a tab."""
+    curly = re.sub(r"'([^'\n]{0,80})'", "\u2018\\1\u2019", text)
+    curly = re.sub(r'"([^"\n]{0,80})"', "\u201c\\1\u201d", curly)
+    return curly.replace(": ", ":\u00a0").replace("    ", "\t")
+
+
+def test_a_log_copied_from_a_web_page_changes_no_answer(tmp_path: Path) -> None:
+    """Every labelled log, handed on as a web page and a terminal's copy hand it on: the same
+    first finding and initiating rank."""
+    cases = labelled_cases()
+    need(cases[0][0] if cases else None)
+    changed = []
+    for path, _case in cases:
+        copied = tmp_path / path.name
+        text = path.read_text("utf-8", errors="surrogateescape")
+        copied.write_text(as_a_web_page_hands_it_on(text), "utf-8", errors="surrogateescape")
+        before, after = diagnosis_of(path), diagnosis_of(copied)
         if ([f.rule_id for f in before.findings[:1]], before.initiating_rank) != (
                 [f.rule_id for f in after.findings[:1]], after.initiating_rank):
             changed.append(f"{path.parent.name}/{path.name}")

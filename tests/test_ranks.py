@@ -15,6 +15,7 @@ from trainmedic.logs.prefixes import (
     host_prefix,
     local_only_rank,
     parse_rank,
+    rank_of_path,
     relayed_rank,
 )
 
@@ -155,3 +156,12 @@ def test_pdsh_prefix_names_the_host() -> None:
 )
 def test_local_only_rank(text: str, local: int | None) -> None:
     assert local_only_rank(text) == local
+
+
+@pytest.mark.parametrize(("path", "rank"), [
+    ("logs/attempt_0/3/stderr.log", 3), ("logs/attempt_0/3/stderr.log.gz", 3),
+    ("slurm-42-7.out.xz", 7), ("run/rank5.log.bz2", 5), ("worker-2.txt", 2),
+    ("run.log.gz", None), ("slurm-42-7.out.zip", None),
+])
+def test_a_per_rank_file_names_its_rank_compressed_or_not(path: str, rank: int | None) -> None:
+    assert rank_of_path(path) == rank

@@ -37,6 +37,20 @@ def test_follower_reads_each_byte_once_and_survives_truncation(tmp_path: Path) -
     follower.close()
 
 
+def test_a_compressed_log_in_a_watched_folder_is_read_whole_once(tmp_path: Path) -> None:
+    import gzip
+
+    (tmp_path / "node0.log.gz").write_bytes(gzip.compress(EXAMPLE.read_bytes()))
+    follower = Follower([str(tmp_path)], Diagnoser(bundled()))
+    follower.poll()
+    follower.poll()
+    diagnosis = follower.diagnoser.diagnosis()
+    assert diagnosis.initiating_rank == 2
+    found = next(f for f in diagnosis.findings if f.rule_id == "amp-loss-scale")
+    assert len(found.evidence) == len(set(found.evidence))  # read once, not at every poll
+    follower.close()
+
+
 def test_a_rotated_or_rewritten_file_is_read_again(tmp_path: Path) -> None:
     log = tmp_path / "run.log"
     log.write_bytes(b"one\ntwo\n")

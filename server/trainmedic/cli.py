@@ -43,6 +43,7 @@ command that verifies it. Nothing leaves this machine.
 
 PATH may be a log file, a directory (a torchrun --log-dir, a folder of per-rank files;
 *.log, *.out, *.err, *.txt, *.json, stdout, stderr are read), or - for standard input.
+Logs compressed with gzip, bzip2 or xz (job-42.log.gz) are read as the text they hold.
 All paths are diagnosed together as one run.
 
 examples:

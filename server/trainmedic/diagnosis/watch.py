@@ -2,8 +2,9 @@
 
 Each file is read once: every poll reads only the bytes appended since the last one, so
 following a log costs no more than reading it. A file that was rotated, truncated or rewritten
-is read again from its start; new files in a watched folder join when they appear. The
-language server follows an open log with the same `GrowingFile`.
+is read again from its start; new files in a watched folder join when they appear; a compressed
+one, archived whole, is read whole once. The language server follows an open log with the same
+`GrowingFile`.
 """
 
 from __future__ import annotations
@@ -16,8 +17,15 @@ from dataclasses import dataclass, field
 
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.diagnosis.engine import Diagnoser
-from trainmedic.logs.formats import adapt, written_whole
-from trainmedic.logs.inputs import InputError, expand, open_regular, refused
+from trainmedic.logs.formats import Source, adapt, written_whole
+from trainmedic.logs.inputs import (
+    COMPRESSED_SUFFIXES,
+    InputError,
+    expand,
+    open_regular,
+    opened,
+    refused,
+)
 from trainmedic.logs.reader import CHUNK_BYTES, Chunker
 from trainmedic.model import Diagnosis
 
@@ -110,6 +118,15 @@ class Follower:
         return [name for name in found if name != "-"]
 
     def _open(self, name: str) -> None:
+        if name.endswith(COMPRESSED_SUFFIXES):
+            try:
+                with opened([name]) as inputs:
+                    for shown, stream in inputs:
+                        self.diagnoser.read(Source(shown, stream))
+            except (OSError, InputError):
+                return
+            self.files[name] = None
+            return
         try:
             file = GrowingFile(name)
         except (OSError, InputError):

@@ -17,9 +17,11 @@ from typing import Any, BinaryIO
 from trainmedic.logs.formats import FORMATS
 from trainmedic.logs.prefixes import rank_of_path
 
-# A folder's logs: plain text logs, and every file a registered format may be.
+# A folder's logs: plain text logs, and every file a registered format may be; each of them
+# also compressed.
 LOG_SUFFIXES = {".log", ".out", ".err", ".txt", *(s for f in FORMATS for s in f.SUFFIXES)}
 LOG_NAMES = {"stdout", "stderr"}
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
 SNIFF_BYTES = 8192
 STDIN_MAX_BYTES = 4 << 30  # what `-` reads by default: a stream may never end
 
@@ -50,6 +52,16 @@ def wide_encoding(head: bytes) -> str | None:
 def is_binary(head: bytes) -> bool:
     """A NUL byte in the first block marks a binary file, as grep and git decide."""
     return b"\0" in head and wide_encoding(head) is None
+
+
+# A log archived compressed is read as the text it holds, as zgrep, bzgrep and xzgrep read it;
+# the compression is told by the bytes it starts with, whatever the file is called.
+_COMPRESSIONS = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+
+
+def compression(head: bytes) -> str | None:
+    """gzip, bzip2 or xz when the first block starts with that compression's magic bytes."""
+    return next((name for magic, name in _COMPRESSIONS if head.startswith(magic)), None)
 
 
 _KINDS = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
@@ -98,7 +110,10 @@ def _log_files(directory: Path) -> list[Path]:
         dirs.sort()
         for name in sorted(files):
             path = Path(root, name)
-            if path.suffix in LOG_SUFFIXES or path.stem in LOG_NAMES or name.startswith("slurm-"):
+            inner = Path(root, name.removesuffix(path.suffix)) \
+                if path.suffix in COMPRESSED_SUFFIXES else path
+            if inner.suffix in LOG_SUFFIXES or inner.stem in LOG_NAMES \
+                    or name.startswith("slurm-"):
                 found.append(path)
     return found
 
@@ -151,7 +166,7 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
                         warnings.append(f"{candidate}: skipped ({kind}, not a regular file)")
                         continue
                     with open_regular(str(candidate)) as stream:
-                        head = stream.read(SNIFF_BYTES)
+                        head = _first_block(stream)
                 except InputError as error:
                     warnings.append(f"{candidate}: skipped ({str(error).split(': ', 1)[-1]})")
                     continue
@@ -164,7 +179,8 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
                 logs.append(str(candidate))
             if not logs:
                 raise InputError(f"{given}: no log files in this directory "
-                                 f"(looked for {', '.join(sorted(LOG_SUFFIXES))}, stdout, stderr)")
+                                 f"(looked for {', '.join(sorted(LOG_SUFFIXES))}, stdout, stderr,"
+                                 f" and each compressed: {', '.join(COMPRESSED_SUFFIXES)})")
             warnings.extend(layout_warnings(logs))
             files.extend(logs)
         else:
@@ -247,6 +263,55 @@ class _Transcoded(io.RawIOBase):
         return len(data)
 
 
+class _Decompressed(io.RawIOBase):
+    """A compressed stream as the bytes it holds. Where the data ends early (a file still being
+    written, or cut short) or is damaged, the stream ends, keeping what came before, and
+    `damage` says what went wrong."""
+
+    def __init__(self, stream: BinaryIO, kind: str) -> None:
+        import bz2
+        import gzip
+        import lzma
+        import zlib
+
+        # closed by close(), as the stream under it is by whoever opened that
+        self.file: io.BufferedIOBase = (
+            gzip.GzipFile(fileobj=stream) if kind == "gzip" else
+            bz2.BZ2File(stream) if kind == "bzip2" else lzma.LZMAFile(stream))  # noqa: SIM115
+        self.kind = kind
+        self.damaged_by = (OSError, zlib.error, lzma.LZMAError)  # each compression's own
+        self.damage: str | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.damage is not None:
+            return 0
+        try:
+            return self.file.readinto(buffer)
+        except EOFError:
+            self.damage = "it ends before its end marker"
+        except self.damaged_by as error:
+            self.damage = str(error) or type(error).__name__
+        return 0
+
+    def close(self) -> None:
+        self.file.close()
+        super().close()
+
+
+def _first_block(stream: BinaryIO) -> bytes:
+    """The first block of what a file holds: of the text it holds, when it is compressed."""
+    head = stream.read(SNIFF_BYTES)
+    kind = compression(head)
+    if kind is None:
+        return head
+    stream.seek(0)
+    with _Decompressed(stream, kind) as held:
+        return held.read(SNIFF_BYTES) or b""
+
+
 class Inputs:
     """The named streams of some files, each opened when reached and closed after it.
 
@@ -259,6 +324,7 @@ class Inputs:
         self.files, self.max_bytes = files, max_bytes
         self.warnings: list[str] = []
         self._open: BinaryIO | None = None
+        self._decompressed: _Decompressed | None = None
 
     def _open_one(self, name: str) -> tuple[str, BinaryIO]:
         if name == "-":
@@ -269,6 +335,11 @@ class Inputs:
             stream = readable = self._open = open_regular(name)
             head = stream.read(SNIFF_BYTES)
             stream.seek(0)
+        kind = compression(head)
+        if kind is not None:
+            self._decompressed = _Decompressed(readable, kind)
+            readable = io.BufferedReader(self._decompressed, SNIFF_BYTES)
+            head = readable.peek(SNIFF_BYTES)[:SNIFF_BYTES]
         if is_binary(head):
             raise InputError(f"{name}: binary file, not a log")
         encoding = wide_encoding(head)
@@ -286,9 +357,16 @@ class Inputs:
                 why = "--max-bytes" if self.max_bytes else \
                     "the default for standard input; --max-bytes changes it"
                 self.warnings.append(f"{name_shown}: read only the first {limit} bytes ({why})")
+            damaged = self._decompressed
+            if damaged is not None and damaged.damage is not None:
+                self.warnings.append(f"{name_shown}: the {damaged.kind} data stops early "
+                                     f"({damaged.damage}); what came before it was read")
             self.close()
 
     def close(self) -> None:
+        if self._decompressed is not None:
+            self._decompressed.close()
+            self._decompressed = None
         if self._open is not None:
             self._open.close()
             self._open = None

@@ -172,11 +172,14 @@ def parse_rank(text: str) -> tuple[int | None, str]:
 
 
 # Per-rank files: torchrun --log-dir (attempt_N/<local_rank>/stderr.log), SLURM %t, pod names.
+# Each also compressed (see inputs.COMPRESSED_SUFFIXES).
+_COMPRESSED = r"(?:\.gz|\.bz2|\.xz)?$"
 _PATH_RANK = (
-    re.compile(r"attempt_\d+[/\\](\d{1,6})[/\\](?:stdout|stderr|error)\.(?:log|json)$"),
-    re.compile(r"slurm-\d+[-_.](\d{1,6})\.(?:out|err|log)$"),
-    re.compile(r"(?:^|[/\\_.-])(?:rank|worker|proc|process|task)[-_]?(\d{1,6})(?:\.[a-z]{1,4})+$",
-               re.IGNORECASE),
+    re.compile(r"attempt_\d+[/\\](\d{1,6})[/\\](?:stdout|stderr|error)\.(?:log|json)"
+               + _COMPRESSED),
+    re.compile(r"slurm-\d+[-_.](\d{1,6})\.(?:out|err|log)" + _COMPRESSED),
+    re.compile(r"(?:^|[/\\_.-])(?:rank|worker|proc|process|task)[-_]?(\d{1,6})(?:\.[a-z]{1,4})+"
+               + _COMPRESSED, re.IGNORECASE),
 )
 # Rank markers counted over whole chunks, to know which ranks exist even if they stayed quiet.
 # Each pattern starts with a literal, which the regex engine finds fast.
