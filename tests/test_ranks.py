@@ -41,8 +41,12 @@ from trainmedic.logs.prefixes import (
          "Returning from train func!!", 0,
          "(RayTrainWorker pid=1942, ip=100.97.252.234) 17-Jan-23 17:21:19 [Worker:0] [INFO] "
          "Returning from train func!!"),
-        # a quoted paste: the prefix is no longer first, the rank is read in the text
-        ("> [rank: 7] Seed set to 1054328241", 7, "> [rank: 7] Seed set to 1054328241"),
+        # a quoted paste: the quote is a frame, the launcher's prefix behind it is read
+        ("> [rank: 7] Seed set to 1054328241", 7, "Seed set to 1054328241"),
+        ("> > [1,3]<stderr>:RuntimeError: x", 3, "RuntimeError: x"),
+        # an indented paste (a Markdown code block): the blanks go with the prefix
+        ("    [1,1]<stderr>:RuntimeError: x", 1, "RuntimeError: x"),
+        ('\t[rank2]:   File "train.py", line 3', 2, '  File "train.py", line 3'),
     ],
 )
 def test_rank_is_found(text: str, rank: int, body: str) -> None:
@@ -63,6 +67,7 @@ def test_rank_is_found(text: str, rank: int, body: str) -> None:
         ", '-u', 'trainCLM.py', '--local_rank=1', '--deepspeed'] exits with return code = -11",
         "(VllmWorkerProcess pid=1791036) INFO 11-12 10:04:49 multiproc_worker_utils.py:215]",
         "DataLoader worker (pid 21) is killed by signal: Killed.",
+        "          12: 'label'",  # a listing indented deeper than srun pads its labels
     ],
 )
 def test_no_rank_is_invented(text: str) -> None:

@@ -28,23 +28,26 @@ class Prefix:
     example: str
 
 
+# A paste indented as a Markdown code block: before a bracketed prefix, blanks are the paste's
+# (elsewhere they are the text's own: a traceback's frames, srun's padded labels).
+_INDENT = r"[ \t]{0,8}"
 # Outermost first; each may wrap the next (`[default0]:[rank0]: ...`).
 PREFIXES = (
-    Prefix("torchrun 2.x per-rank stderr", r"\[rank(\d{1,6})\]: ?", True, 3,
+    Prefix("torchrun 2.x per-rank stderr", _INDENT + r"\[rank(\d{1,6})\]: ?", True, 3,
            "[rank3]: Traceback (most recent call last):"),
-    Prefix("torchrun --tee (local rank)", r"\[default(\d{1,6})\]:", False, 1,
+    Prefix("torchrun --tee (local rank)", _INDENT + r"\[default(\d{1,6})\]:", False, 1,
            "[default1]:[W socket.cpp:464] [c10d] The server socket has failed to bind."),
-    Prefix("mpirun --tag-output", r"\[\d{1,6},(\d{1,6})\]<std(?:out|err)>: ?", True, 2,
-           "[1,2]<stderr>:RuntimeError: CUDA error: out of memory"),
+    Prefix("mpirun --tag-output", _INDENT + r"\[\d{1,6},(\d{1,6})\]<std(?:out|err)>: ?", True,
+           2, "[1,2]<stderr>:RuntimeError: CUDA error: out of memory"),
     Prefix("mpirun --tag-output on SageMaker (rank and host)",
-           r"\[\d{1,6},mpirank:(\d{1,6}),[\w.-]{1,255}\]<std(?:out|err)>: ?", True, 3,
+           _INDENT + r"\[\d{1,6},mpirank:(\d{1,6}),[\w.-]{1,255}\]<std(?:out|err)>: ?", True, 3,
            "[1,mpirank:3,algo-1]<stderr>:INFO:root:Reducer buckets have been rebuilt in this "
            "iteration."),
     Prefix("pdsh-style launchers (host: [rankN]:)", r"[\w.-]{1,255}: \[rank(\d{1,6})\]: ?", True, 5,
            "worker-1: [rank5]: torch.OutOfMemoryError: CUDA out of memory."),
     Prefix("srun -l / --label", r" {0,4}(\d{1,6}): (?=\S)", True, 7,
            "7: Traceback (most recent call last):"),
-    Prefix("Lightning / NeMo rank-prefixed messages", r"\[rank: (\d{1,6})\] ", True, 1,
+    Prefix("Lightning / NeMo rank-prefixed messages", _INDENT + r"\[rank: (\d{1,6})\] ", True, 1,
            "[rank: 1] Seed set to 42"),
     Prefix("vLLM worker with its rank", r"\(VllmWorker rank=(\d{1,6}) pid=\d{1,9}\) ", True, 5,
            "(VllmWorker rank=5 pid=50999) ERROR 07-07 15:19:48 [multiproc_executor.py:492] "
@@ -89,6 +92,9 @@ FRAMES = (
     Frame("docker compose logs (service and replica, padded to the longest)",
           r"[\w.-]{1,64}[-_]\d{1,4} {1,64}\| ",
           "trainer-1  | [rank3]: Traceback (most recent call last):"),
+    # A quoted paste: GitHub's "Quote reply" and e-mail put "> " before every line.
+    Frame("a quoted paste (Markdown, e-mail)", r"(?:> ?){1,4}(?=\S)",
+          "> [rank3]: Traceback (most recent call last):"),
     Frame("journalctl (its default short format)",
           r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,255} [\w.@-]{1,64}(?:\[\d{1,10}\])?: ",
           "May 12 15:51:49 gpu-node-3 torchrun[4121]: [rank3]: Traceback (most recent call last):"),
