@@ -64,6 +64,23 @@ async def test_a_folder_of_per_rank_files_gets_the_clis_ranks(client: LanguageCl
 
 
 @pytest.mark.asyncio
+async def test_a_folder_of_compressed_per_rank_files_gets_the_ranks_of_the_plain_ones(
+        client: LanguageClient, tmp_path: Path) -> None:
+    import gzip
+
+    for plain in PER_RANK.iterdir():
+        (tmp_path / f"{plain.name}.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    result = await execute(client, "trainmedic.diagnose", {"paths": [str(tmp_path)]})
+    expected = cli(PER_RANK)
+    assert result["initiating_rank"] == cli(tmp_path)["initiating_rank"] == 1
+    assert statuses(result) == statuses(expected)
+    assert [d["rule_id"] for d in result["diagnoses"]] == \
+        [d["rule_id"] for d in expected["diagnoses"]]
+    assert Path(result["diagnoses"][0]["evidence"][0]["path"]).name == "rank1.log.gz"
+    assert result["warnings"] == []
+
+
+@pytest.mark.asyncio
 async def test_the_diagnosis_is_published_on_each_cited_file(client: LanguageClient) -> None:
     await execute(client, "trainmedic.diagnose", {"paths": [str(PER_RANK)]})
 
