@@ -83,6 +83,11 @@ class Frame:
 
 
 FRAMES = (
+    # The files containerd and CRI-O write under /var/log/pods, in the Kubernetes CRI logging
+    # format: the time, the stream, and F for a full line or P for part of a longer one.
+    Frame("a node's container log files (containerd, CRI-O)",
+          r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) std(?:out|err) [FP] ",
+          "2024-05-12T15:51:49.420123456Z stderr F [rank3]: Traceback (most recent call last):"),
     # RFC 3339 with nanoseconds (kubectl and docker) or 100 ns (GitHub Actions' raw logs).
     Frame("kubectl logs --timestamps, docker logs -t, GitHub Actions",
           r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) ",
