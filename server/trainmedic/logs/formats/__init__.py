@@ -1,6 +1,8 @@
 """Inputs that are not plain logs, turned into the log text they stand for.
 
-One module per format, listed in FORMATS. A format module declares its NAME, the file SUFFIXES
+A log of JSON records, one a line, is told by its first lines whatever its name (`json_lines`)
+and unwrapped as it is read. The other formats are files read whole: one module per format,
+listed in FORMATS. A format module declares its NAME, the file SUFFIXES
 it may have, the MAX_BYTES it reads, whether it is WRITTEN_WHOLE (once, never appended to, so
 `watch` reads it whole instead of following it), and `decode(raw) -> (text, timestamp) | None`.
 """
@@ -11,7 +13,9 @@ import io
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
-from trainmedic.logs.formats import elastic_error, notebook
+from trainmedic.logs.formats import elastic_error, json_lines, notebook
+
+HEAD_BYTES = 8192  # what is looked at to tell a log of JSON records
 
 
 class Format(Protocol):
@@ -49,18 +53,32 @@ def written_whole(path: str) -> bool:
 
 
 def adapt(path: str, stream: BinaryIO) -> Source:
-    """The input as log text: a known format decoded, anything else passed through untouched."""
-    formats = candidates(path)
-    if not formats or not stream.seekable():
-        return Source(path, stream)
-    limit = max(f.MAX_BYTES for f in formats)
-    raw = stream.read(limit + 1)
-    stream.seek(0)
-    for format_ in formats:
-        if len(raw) > format_.MAX_BYTES:
-            continue
-        found = format_.decode(raw)
-        if found is not None:
-            text, stamp = found
-            return Source(path, io.BytesIO(text.encode("utf-8", errors="replace")), stamp)
+    """The input as log text: a known format decoded, a log of JSON records unwrapped line by
+    line, anything else passed through untouched."""
+    formats = candidates(path) if stream.seekable() else []
+    if formats:
+        limit = max(f.MAX_BYTES for f in formats)
+        raw = stream.read(limit + 1)
+        stream.seek(0)
+        for format_ in formats:
+            if len(raw) > format_.MAX_BYTES:
+                continue
+            found = format_.decode(raw)
+            if found is not None:
+                text, stamp = found
+                return Source(path, io.BytesIO(text.encode("utf-8", errors="replace")), stamp)
+    key = json_lines.text_key(_head(stream))
+    if key is not None:
+        return Source(path, io.BufferedReader(json_lines.Unwrapped(stream, key)))
     return Source(path, stream)
+
+
+def _head(stream: BinaryIO) -> bytes:
+    """The first block of a stream, left to be read again (nothing when it cannot be)."""
+    if stream.seekable():
+        start = stream.tell()
+        head = stream.read(HEAD_BYTES)
+        stream.seek(start)
+        return head
+    peek = getattr(stream, "peek", None)
+    return peek(HEAD_BYTES)[:HEAD_BYTES] if peek is not None else b""
