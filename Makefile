@@ -37,6 +37,7 @@ bench: $(STAMP)  ## accuracy and speed figures
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/corpus.py
 	$(BIN)/python bench/initiating_rank.py
+	$(BIN)/python bench/pasted.py
 	$(BIN)/python bench/catalogue_load.py
 	$(BIN)/python bench/lsp_latency.py
 	$(BIN)/python bench/check_speed.py
