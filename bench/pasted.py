@@ -1,7 +1,7 @@
 """Answers of the labelled corpus when its logs are handed on the ways real logs are.
 
-Usage: python bench/pasted.py [CORPUS_DIR] [--backend auto|python|hyperscan] [NAME ...]
-CORPUS_DIR defaults to ../shared/corpus beside this repository. Each log is diagnosed as it is
+Usage: python bench/pasted.py [--corpus DIR] [--backend auto|python|hyperscan] [NAME ...]
+--corpus defaults to ../shared/corpus beside this repository. Each log is diagnosed as it is
 and after each change below, none of which changes what the log says: a terminal's hard wrap,
 Windows line ends, colours, a quote or a code block's indentation, a collector's frame, a web
 page's no-break spaces and curly quotes, a terminal copy's tabs, blank lines between lines,
@@ -61,7 +61,7 @@ CHANGES: dict[str, Callable[[str], str]] = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT)
+    parser.add_argument("--corpus", type=Path, default=DEFAULT, metavar="DIR")
     parser.add_argument("--backend", default="auto", choices=("auto", "python", "hyperscan"))
     parser.add_argument("changes", nargs="*", metavar="NAME", default=list(CHANGES),
                         help=f"changes to make (default: all of {', '.join(CHANGES)})")

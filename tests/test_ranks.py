@@ -44,6 +44,9 @@ from trainmedic.logs.prefixes import (
         # a quoted paste: the quote is a frame, the launcher's prefix behind it is read
         ("> [rank: 7] Seed set to 1054328241", 7, "Seed set to 1054328241"),
         ("> > [1,3]<stderr>:RuntimeError: x", 3, "RuntimeError: x"),
+        # a node's container log file (the Kubernetes CRI format: time, stream, F or P)
+        ("2024-05-12T15:51:49.420123456Z stderr F [rank3]: x", 3, "x"),
+        ("2024-05-12T15:51:49.420123456Z stdout P [default2]:step 1", 2, "step 1"),
         # an indented paste (a Markdown code block): the blanks go with the prefix
         ("    [1,1]<stderr>:RuntimeError: x", 1, "RuntimeError: x"),
         ('\t[rank2]:   File "train.py", line 3', 2, '  File "train.py", line 3'),

@@ -28,26 +28,23 @@ class Prefix:
     example: str
 
 
-# A paste indented as a Markdown code block: before a bracketed prefix, blanks are the paste's
-# (elsewhere they are the text's own: a traceback's frames, srun's padded labels).
-_INDENT = r"[ \t]{0,8}"
 # Outermost first; each may wrap the next (`[default0]:[rank0]: ...`).
 PREFIXES = (
-    Prefix("torchrun 2.x per-rank stderr", _INDENT + r"\[rank(\d{1,6})\]: ?", True, 3,
+    Prefix("torchrun 2.x per-rank stderr", r"\[rank(\d{1,6})\]: ?", True, 3,
            "[rank3]: Traceback (most recent call last):"),
-    Prefix("torchrun --tee (local rank)", _INDENT + r"\[default(\d{1,6})\]:", False, 1,
+    Prefix("torchrun --tee (local rank)", r"\[default(\d{1,6})\]:", False, 1,
            "[default1]:[W socket.cpp:464] [c10d] The server socket has failed to bind."),
-    Prefix("mpirun --tag-output", _INDENT + r"\[\d{1,6},(\d{1,6})\]<std(?:out|err)>: ?", True,
-           2, "[1,2]<stderr>:RuntimeError: CUDA error: out of memory"),
+    Prefix("mpirun --tag-output", r"\[\d{1,6},(\d{1,6})\]<std(?:out|err)>: ?", True, 2,
+           "[1,2]<stderr>:RuntimeError: CUDA error: out of memory"),
     Prefix("mpirun --tag-output on SageMaker (rank and host)",
-           _INDENT + r"\[\d{1,6},mpirank:(\d{1,6}),[\w.-]{1,255}\]<std(?:out|err)>: ?", True, 3,
+           r"\[\d{1,6},mpirank:(\d{1,6}),[\w.-]{1,255}\]<std(?:out|err)>: ?", True, 3,
            "[1,mpirank:3,algo-1]<stderr>:INFO:root:Reducer buckets have been rebuilt in this "
            "iteration."),
     Prefix("pdsh-style launchers (host: [rankN]:)", r"[\w.-]{1,255}: \[rank(\d{1,6})\]: ?", True, 5,
            "worker-1: [rank5]: torch.OutOfMemoryError: CUDA out of memory."),
     Prefix("srun -l / --label", r" {0,4}(\d{1,6}): (?=\S)", True, 7,
            "7: Traceback (most recent call last):"),
-    Prefix("Lightning / NeMo rank-prefixed messages", _INDENT + r"\[rank: (\d{1,6})\] ", True, 1,
+    Prefix("Lightning / NeMo rank-prefixed messages", r"\[rank: (\d{1,6})\] ", True, 1,
            "[rank: 1] Seed set to 42"),
     Prefix("vLLM worker with its rank", r"\(VllmWorker rank=(\d{1,6}) pid=\d{1,9}\) ", True, 5,
            "(VllmWorker rank=5 pid=50999) ERROR 07-07 15:19:48 [multiproc_executor.py:492] "
@@ -83,23 +80,18 @@ class Frame:
 
 
 FRAMES = (
-    # The files containerd and CRI-O write under /var/log/pods, in the Kubernetes CRI logging
-    # format: the time, the stream, and F for a full line or P for part of a longer one.
-    Frame("a node's container log files (containerd, CRI-O)",
-          r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) std(?:out|err) [FP] ",
-          "2024-05-12T15:51:49.420123456Z stderr F [rank3]: Traceback (most recent call last):"),
-    # RFC 3339 with nanoseconds (kubectl and docker) or 100 ns (GitHub Actions' raw logs).
-    Frame("kubectl logs --timestamps, docker logs -t, GitHub Actions",
-          r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) ",
+    # RFC 3339 with nanoseconds (kubectl and docker) or 100 ns (GitHub Actions' raw logs); in
+    # the files containerd and CRI-O keep under /var/log/pods (the Kubernetes CRI logging
+    # format) the stream follows, and F for a full line or P for part of a longer one.
+    Frame("kubectl logs --timestamps, docker logs -t, GitHub Actions, a node's container logs",
+          r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) "
+          r"(?:std(?:out|err) [FP] )?",
           "2024-05-12T15:51:49.420123456Z [rank3]: Traceback (most recent call last):"),
     Frame("kubectl logs --prefix", r"\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] ",
           "[pod/trainer-worker-0/pytorch] [rank3]: Traceback (most recent call last):"),
     Frame("docker compose logs (service and replica, padded to the longest)",
           r"[\w.-]{1,64}[-_]\d{1,4} {1,64}\| ",
           "trainer-1  | [rank3]: Traceback (most recent call last):"),
-    # A quoted paste: GitHub's "Quote reply" and e-mail put "> " before every line.
-    Frame("a quoted paste (Markdown, e-mail)", r"(?:> ?){1,4}(?=\S)",
-          "> [rank3]: Traceback (most recent call last):"),
     Frame("journalctl (its default short format)",
           r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,255} [\w.@-]{1,64}(?:\[\d{1,10}\])?: ",
           "May 12 15:51:49 gpu-node-3 torchrun[4121]: [rank3]: Traceback (most recent call last):"),
@@ -109,6 +101,12 @@ _FRAME = re.compile("|".join(f"(?:{f.pattern})" for f in FRAMES))  # a pdsh host
 # matched group's number tells which it is (one call instead of one per prefix, for every line).
 _ANY_PREFIX = re.compile("|".join([*(f"(?:{p.pattern})" for p in PREFIXES),
                                    *(f"(?:{f.pattern})()" for f in FRAMES)]))
+# What a paste puts before each line it quotes or indents: GitHub's "Quote reply" and e-mail
+# put "> ", a Markdown code block blanks. A quote goes like a frame; blanks go only before a
+# bracketed prefix (elsewhere they are the text's own: a traceback's frames, srun's padded
+# labels). Looked for only where a line starts with one: a line's prefixes are read often.
+_PASTE_STARTS = (">", " ", "\t")
+_PASTE = re.compile(r"(?:> ?){1,4}(?=\S)|[ \t]{1,8}(?=\[)")
 _IS_GLOBAL: tuple[bool | None, ...] = (*(p.is_global for p in PREFIXES), *(None for _ in FRAMES))
 # Rank written in the message itself: `[Rank 3]`, `[rank 3]`, `rank=3`, `RANK 3`, `Rank 3 `,
 # `[Worker:3]`.
@@ -121,8 +119,14 @@ _TEXT_SPAN = 160
 
 def _prefixes(text: str) -> Iterator[tuple[int | None, bool, int]]:
     """The launcher prefixes and frames a line starts with, outermost first: each one's number
-    (a frame's: None), whether that is the global rank, and where it ends."""
+    (a frame's or a quote's: None), whether that is the global rank, and where it ends."""
     position = 0
+    if text[:1] in _PASTE_STARTS and (pasted := _PASTE.match(text)) is not None:
+        if text[0] == ">":
+            yield None, False, pasted.end()
+            position = pasted.end()
+        elif _ANY_PREFIX.match(text, pasted.end()) is not None:
+            position = pasted.end()
     while (match := _ANY_PREFIX.match(text, position)) is not None:
         group = match.lastindex or 0
         is_global = _IS_GLOBAL[group - 1]
@@ -196,7 +200,8 @@ _PATH_RANK = (
 # Each pattern starts with a literal, which the regex engine finds fast.
 _CENSUS_MARKERS = re.compile(r"\[(?:rank ?|default|Rank |Worker:)(\d{1,6})\]")
 _CENSUS_PREFIXES = re.compile(
-    f"\n(?:{_FRAME.pattern})?(?:" + "|".join(p.pattern for p in PREFIXES) + ")")
+    f"\n(?:{_PASTE.pattern})?(?:{_FRAME.pattern})?(?:" + "|".join(p.pattern for p in PREFIXES)
+    + ")")
 
 
 def rank_of_path(path: str) -> int | None:
