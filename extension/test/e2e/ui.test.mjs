@@ -288,7 +288,7 @@ step('Diagnose Terminal Selection diagnoses what is selected in the terminal', a
 
 /** Diagnose Log Folder… from the Explorer's context menu on `name`; the results panel once it shows them. */
 async function diagnoseLogFolder(name) {
-    await page.keyboard.press('Control+Shift+E');
+    await runCommand('View: Show Explorer');  // a keybinding alone may go to a focused webview
     const folder = page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
     await folder.click({ button: 'right' });
     const item = page.locator('.context-view .monaco-menu .action-item', { hasText: 'Diagnose Log Folder' }).first();
