@@ -286,9 +286,20 @@ step('Diagnose Terminal Selection diagnoses what is selected in the terminal', a
     await runCommand('View: Single Column Editor Layout');
 });
 
+/** The Explorer, shown by a click on its activity-bar icon: a keybinding, even the command
+ * palette's, may go to a webview that took the focus. */
+async function showExplorer() {
+    const rows = page.locator('.explorer-folders-view .monaco-list-row');
+    for (let i = 0; i < 3 && !(await rows.first().isVisible()); i++) {
+        await page.locator('.activitybar .action-label[aria-label^="Explorer"]').first().click();
+        await rows.first().waitFor({ state: 'visible', timeout: 5000 }).catch(() => {});
+    }
+    await rows.first().waitFor();
+}
+
 /** Diagnose Log Folder… from the Explorer's context menu on `name`; the results panel once it shows them. */
 async function diagnoseLogFolder(name) {
-    await runCommand('View: Show Explorer');  // a keybinding alone may go to a focused webview
+    await showExplorer();
     const folder = page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
     await folder.click({ button: 'right' });
     const item = page.locator('.context-view .monaco-menu .action-item', { hasText: 'Diagnose Log Folder' }).first();
