@@ -8,6 +8,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import Diagnoser
 from trainmedic.diagnosis.watch import Follower, GrowingFile
@@ -37,10 +39,12 @@ def test_follower_reads_each_byte_once_and_survives_truncation(tmp_path: Path) -
     follower.close()
 
 
-def test_a_compressed_log_in_a_watched_folder_is_read_whole_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["node0.log.gz", "node0.log"])  # told by its bytes, not name
+def test_a_compressed_log_in_a_watched_folder_is_read_whole_once(tmp_path: Path,
+                                                                  name: str) -> None:
     import gzip
 
-    (tmp_path / "node0.log.gz").write_bytes(gzip.compress(EXAMPLE.read_bytes()))
+    (tmp_path / name).write_bytes(gzip.compress(EXAMPLE.read_bytes()))
     follower = Follower([str(tmp_path)], Diagnoser(bundled()))
     follower.poll()
     follower.poll()

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 
 from trainmedic.catalogue.rules import Catalogue
 from trainmedic.diagnosis.engine import Diagnoser
-from trainmedic.logs.formats import Source, adapt, written_whole
+from trainmedic.logs.formats import adapt, written_whole
 from trainmedic.logs.inputs import (
-    COMPRESSED_SUFFIXES,
+    SNIFF_BYTES,
     InputError,
+    compression,
     expand,
     open_regular,
     opened,
@@ -118,18 +119,13 @@ class Follower:
         return [name for name in found if name != "-"]
 
     def _open(self, name: str) -> None:
-        if name.endswith(COMPRESSED_SUFFIXES):
-            try:
-                with opened([name]) as inputs:
-                    for shown, stream in inputs:
-                        self.diagnoser.read(Source(shown, stream))
-            except (OSError, InputError):
-                return
-            self.files[name] = None
-            return
         try:
             file = GrowingFile(name)
         except (OSError, InputError):
+            return
+        if compression(file.stream.read(SNIFF_BYTES)) is not None:  # told as diagnose tells it
+            file.close()
+            self._read_whole(name)
             return
         if written_whole(name):
             source = adapt(name, file.stream)
@@ -140,6 +136,16 @@ class Follower:
                 return
         self.diagnoser.start(name)
         self.files[name] = _Followed(file, Chunker(name, eager=True))
+
+    def _read_whole(self, name: str) -> None:
+        """A compressed log, read once as `diagnose` reads it: decompressed, then adapted."""
+        try:
+            with opened([name]) as inputs:
+                for shown, stream in inputs:
+                    self.diagnoser.read(adapt(shown, stream))
+        except (OSError, InputError):
+            return
+        self.files[name] = None
 
     def poll(self) -> int:
         """Read what every followed file appended; returns the number of new bytes."""
