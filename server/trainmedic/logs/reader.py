@@ -26,9 +26,10 @@ MAX_LINE_CHARS = 4000  # what a Line keeps for display; matching sees the whole 
 COUNTER_STRIDE = 1 << 16  # bytes between the line numbers a LineCounter keeps
 _DENSITY_PROBE, _DENSE_NEWLINES = 64, 4  # more newlines than this in a span's first bytes
 
-# U+2018 and U+2019, U+201C and U+201D in UTF-8.
+# U+2018 and U+2019, U+201C and U+201D in UTF-8, and the straight quote each stands for.
 _CURLY_QUOTES = re.compile(rb"\xe2\x80[\x98\x99\x9c\x9d]")
-_SINGLE_QUOTES = frozenset({"\u2018".encode(), "\u2019".encode()})
+_PLAIN_QUOTES = {"\u2018".encode(): b"'", "\u2019".encode(): b"'",
+                 "\u201c".encode(): b'"', "\u201d".encode(): b'"'}
 _ANSI = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 
 
@@ -134,10 +135,6 @@ def capped(text: str) -> str:
     return text[:MAX_LINE_CHARS] + "…" if len(text) > MAX_LINE_CHARS else text
 
 
-def _plain_quote(match: re.Match[bytes]) -> bytes:
-    return b"'" if match.group() in _SINGLE_QUOTES else b'"'
-
-
 def normalise(data: bytes) -> bytes:
     """Resolve CRLF and `\r` overwrites to their final text, drop ANSI escapes, and read a
     no-break space as a space and curly quotes as straight ones: a log copied from a web page
@@ -150,7 +147,7 @@ def normalise(data: bytes) -> bytes:
     if b"\xa0" in data:
         data = data.replace(b"\xc2\xa0", b" ")
     if b"\x80" in data:
-        data = _CURLY_QUOTES.sub(_plain_quote, data)
+        data = _CURLY_QUOTES.sub(lambda match: _PLAIN_QUOTES[match.group()], data)
     first = data.find(b"\r")
     if first < 0:
         return data

@@ -49,10 +49,10 @@ def record_text(line: bytes, key: str) -> bytes:
     the record's time), or the line itself when it is no record."""
     record = _record(line)
     text = record.get(key) if record is not None else None
-    if not isinstance(text, str):
+    if record is None or not isinstance(text, str):
         return line
     stamp = next((value for name in TIME_KEYS if isinstance(value := record.get(name), str)
-                  and _RFC3339.fullmatch(value)), None) if record is not None else None
+                  and _RFC3339.fullmatch(value)), None)
     lines = text.splitlines(keepends=True) or [""]
     shown = "".join(f"{stamp} {part}" if stamp else part for part in lines)
     return (shown if shown.endswith("\n") else shown + "\n").encode("utf-8", "replace")
