@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,21 @@ def test_no_rank_is_claimed_where_the_label_settles_none() -> None:
     assert len(claims) / len(unsettled) <= 0.1, claims
 
 
+def answers_changed(paths: list[Path], change: Callable[[str], str], folder: Path) -> list[str]:
+    """The logs whose first finding or initiating rank `change` of their text changes (each
+    changed copy is written to `folder`)."""
+    changed = []
+    for path in paths:
+        copied = folder / path.name
+        text = path.read_text("utf-8", errors="surrogateescape")
+        copied.write_text(change(text), "utf-8", errors="surrogateescape")
+        before, after = diagnosis_of(path), diagnosis_of(copied)
+        if ([f.rule_id for f in before.findings[:1]], before.initiating_rank) != (
+                [f.rule_id for f in after.findings[:1]], after.initiating_rank):
+            changed.append(f"{path.parent.name}/{path.name}")
+    return changed
+
+
 @pytest.mark.parametrize("frame", FRAMES, ids=lambda f: f.tool)
 def test_a_collector_frame_on_every_line_changes_no_answer(frame: Frame,
                                                            tmp_path: Path) -> None:
@@ -117,19 +133,11 @@ def test_a_collector_frame_on_every_line_changes_no_answer(frame: Frame,
     cases = labelled_cases()
     need(cases[0][0] if cases else None)
     head = frame.example[: frame.example.index("[rank3]: ")]
-    changed = []
-    for path, case in cases:
-        if not case.get("multi_rank") or case.get("initiating_rank") is None:
-            continue
-        framed = tmp_path / path.name
-        text = path.read_text("utf-8", errors="surrogateescape")
-        framed.write_text("".join(head + line for line in text.splitlines(keepends=True)),
-                          "utf-8", errors="surrogateescape")
-        before, after = diagnosis_of(path), diagnosis_of(framed)
-        if ([f.rule_id for f in before.findings[:1]], before.initiating_rank) != (
-                [f.rule_id for f in after.findings[:1]], after.initiating_rank):
-            changed.append(f"{path.parent.name}/{path.name}")
-    assert not changed
+    settled = [path for path, case in cases
+               if case.get("multi_rank") and case.get("initiating_rank") is not None]
+    assert not answers_changed(
+        settled, lambda text: "".join(head + line for line in text.splitlines(keepends=True)),
+        tmp_path)
 
 
 def as_a_web_page_hands_it_on(text: str) -> str:
@@ -145,13 +153,4 @@ def test_a_log_copied_from_a_web_page_changes_no_answer(tmp_path: Path) -> None:
     first finding and initiating rank."""
     cases = labelled_cases()
     need(cases[0][0] if cases else None)
-    changed = []
-    for path, _case in cases:
-        copied = tmp_path / path.name
-        text = path.read_text("utf-8", errors="surrogateescape")
-        copied.write_text(as_a_web_page_hands_it_on(text), "utf-8", errors="surrogateescape")
-        before, after = diagnosis_of(path), diagnosis_of(copied)
-        if ([f.rule_id for f in before.findings[:1]], before.initiating_rank) != (
-                [f.rule_id for f in after.findings[:1]], after.initiating_rank):
-            changed.append(f"{path.parent.name}/{path.name}")
-    assert not changed
+    assert not answers_changed([path for path, _ in cases], as_a_web_page_hands_it_on, tmp_path)
