@@ -5,8 +5,9 @@ p50/p95 of `trainmedic.diagnose` on a 200-line log and on a 20,000-line multi-ra
 of a hover on a diagnosed line and on a training script's finding (also right after an edit,
 while its re-check waits). Beside each diagnose figure, the same text diagnosed by the
 core in this process shows how much of the round trip is the engine. The logs are built from
-the real corpus lines in tests/fixtures/lsp. Targets: start < 0.5 s, diagnose p95 < 30 ms
-(200 lines) and < 300 ms (20,000 lines), hover p95 < 5 ms (after an edit too).
+the real corpus lines in tests/fixtures/lsp. Targets, printed beside each figure: diagnose
+p95 < 10 ms (200 lines) and < 300 ms (20,000 lines), hover p95 < 5 ms (after an edit too);
+the start's target is relative to its floor, which `bench/speed.py` measures beside it.
 
 Usage: python bench/lsp_latency.py [--runs N]
 """
@@ -123,8 +124,8 @@ async def main(runs: int) -> None:
     client, _ = await start(root)
     catalogue = bundled()
     matcher = matcher_for(catalogue)
-    for name, text, count in (("200 lines", short_log(), runs),
-                              ("20,000 lines", long_log(), max(runs // 5, 10))):
+    for name, text, count, target in (("200 lines", short_log(), runs, 10),
+                                      ("20,000 lines", long_log(), max(runs // 5, 10), 300)):
         arguments = [{"text": text}]
 
         async def diagnose(arguments: list[Any] = arguments) -> Any:
@@ -140,7 +141,7 @@ async def main(runs: int) -> None:
 
         engine = await timed(core, count)
         print(f"diagnose {name:<13}            {percentiles(round_trip)}   "
-              f"(core alone: {percentiles(engine)}; found {found})")
+              f"(core alone: {percentiles(engine)}; found {found})  (target p95 < {target} ms)")
 
     uri = (root / "bench-20000.log").as_uri()
     loop = asyncio.get_running_loop()
@@ -163,7 +164,8 @@ async def main(runs: int) -> None:
     async def hover() -> None:
         assert await client.text_document_hover_async(hover_params) is not None
 
-    print(f"hover on the root-cause line      {percentiles(await timed(hover, runs * 4))}")
+    print(f"hover on the root-cause line      {percentiles(await timed(hover, runs * 4))}   "
+          "(target p95 < 5 ms)")
     await script_hovers(client, waiting[SCRIPT_URI], runs * 4)
     await stop(client)
 
@@ -180,7 +182,8 @@ async def script_hovers(client: LanguageClient, checked: asyncio.Future[Any], ru
     async def hover() -> None:
         assert await client.text_document_hover_async(params) is not None
 
-    print(f"hover on a training script        {percentiles(await timed(hover, runs))}")
+    print(f"hover on a training script        {percentiles(await timed(hover, runs))}   "
+          "(target p95 < 5 ms)")
     after = []
     for version in range(2, runs + 2):
         script += "#"  # typing at the end of the file
