@@ -1,4 +1,4 @@
-"""The server's pure parts: settings, log globs, and where a core line is in the editor."""
+"""The server's pure parts: settings, log globs, where a core line is in the editor, answers."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pygls.workspace import PositionCodec
 from trainmedic.logs.reader import read_lines
 from trainmedic.lsp.conversions import LineIndex, LineMap
 from trainmedic.lsp.log_globs import is_log
+from trainmedic.lsp.server import JsonAnswer, create_server
 from trainmedic.lsp.settings import CollateralSeverity, Settings, camel_case
 
 PACKAGE_JSON = Path(__file__).resolve().parents[2] / "extension" / "package.json"
@@ -112,3 +113,16 @@ def test_line_map_measures_in_utf16_by_default() -> None:
     assert lines.range(1).end.character == len("loss  nan") + 2
     assert LineMap("🔥\n", types.Position(line=0, character=0),
                    PositionCodec(types.PositionEncodingKind.Utf32)).range(1).end.character == 1
+
+
+def test_a_json_answer_is_sent_as_it_is() -> None:
+    """What a command answers with JSON already is not rebuilt value by value; an lsprotocol
+    object in it is still turned into JSON when the message is written."""
+    protocol = create_server().protocol
+    answer = JsonAnswer(findings=[{"rule_id": "cuda-oom", "ranks": [0, 1]}],
+                        where=types.Position(line=3, character=0))
+    message = protocol._converter.unstructure(types.ExecuteCommandResponse(id=1, result=answer))
+    assert message["result"] is answer
+    written = json.loads(json.dumps(message, default=protocol._serialize_message))
+    assert written["result"] == {"findings": [{"rule_id": "cuda-oom", "ranks": [0, 1]}],
+                                 "where": {"line": 3, "character": 0}}

@@ -17,7 +17,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from trainmedic.checks.command import check_all, render_text, results_dict
 from trainmedic.logs.inputs import InputError
-from trainmedic.lsp.server import TrainmedicServer
+from trainmedic.lsp.server import JsonAnswer, TrainmedicServer
 
 
 def paths_argument(command: str, args: tuple[object, ...]) -> list[str]:
@@ -34,7 +34,7 @@ def _check(paths: list[str]) -> dict[str, Any]:
     except (InputError, OSError) as error:
         raise JsonRpcInvalidParams(str(error)) from None
     results = list(run.results)
-    return {**results_dict(results), "report": render_text(results), "notes": list(run.notes)}
+    return JsonAnswer(results_dict(results), report=render_text(results), notes=list(run.notes))
 
 
 async def check_paths(ls: TrainmedicServer, *args: object) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from trainmedic.logs.inputs import InputError
 from trainmedic.lsp import jobs
 from trainmedic.lsp.active_catalogue import layered
 from trainmedic.lsp.conversions import LineIndex, LineMap, publishable
-from trainmedic.lsp.server import TrainmedicServer
+from trainmedic.lsp.server import JsonAnswer, TrainmedicServer
 from trainmedic.render.json import to_dict
 from trainmedic.render.markdown import diagnosis_markdown
 
@@ -141,7 +141,7 @@ async def _diagnose_paths(ls: TrainmedicServer, request: Request,
     for warning in found.warnings:
         logger.warning("%s", warning)
     diagnosis, catalogue = found.diagnosis, found.catalogue
-    result = to_dict(diagnosis, catalogue)
+    result = JsonAnswer(to_dict(diagnosis, catalogue))
     result["markdown"] = diagnosis_markdown(diagnosis, catalogue)
     result["warnings"] = list(found.warnings)
     cited = {line.path for finding in diagnosis.findings for line in finding.evidence}
@@ -172,7 +172,7 @@ async def diagnose(ls: TrainmedicServer, *args: object) -> dict[str, Any] | None
         except jobs.Cancelled:
             logger.info("%s cancelled", COMMAND)
             return None
-    result = to_dict(diagnosis, catalogue)
+    result = JsonAnswer(to_dict(diagnosis, catalogue))
     result["markdown"] = diagnosis_markdown(diagnosis, catalogue)
     if request.uri is not None:
         document = ls.workspace.text_documents.get(request.uri)
