@@ -177,6 +177,56 @@ def test_hyperscan_runs_only_what_follows_a_long_gap_when_it_is_rare(pattern: st
     assert fast.prefilter(pattern) == runs
 
 
+@pytest.mark.parametrize(("pattern", "runs"), [
+    (r"loss scaler \d{1,3} reducing loss scale to (?P<scale>[0-9.eE+-]{1,30})",
+     r"loss scaler \d{1,3} reducing loss scale to "),
+    (r"Timeout at NCCL work: \d{1,12}\b", "Timeout at NCCL work: "),  # and what matches nothing
+    (r"number of nan iterations:\s{1,8}(?P<n>0{0,8}[1-9]\d{0,8})",  # into the last group
+     r"number of nan iterations:\s{1,8}(?P<n>0{0,8}[1-9])"),
+    (r"\bGrad Scale: {0,3}(?P<s>\d{1,20}(?:\.\d{0,20})?)(?![\d.])", r"\bGrad Scale:"),
+    (r"(?:reducing loss scale to|[Ss]etting loss scale to:?) (?P<s>\d{1,20})",  # each branch
+     r"(?:reducing loss scale to|[Ss]etting loss scale to:?) "),
+    (r"terminated with signal (?P<signal>SIGSEGV|SIGBUS)",  # ends in one place
+     r"terminated with signal (?P<signal>SIGSEGV|SIGBUS)"),
+    (r"Error while deserializing header: (?:HeaderTooLarge|InvalidHeader\w{0,30})",
+     r"Error while deserializing header: (?:HeaderTooLarge|InvalidHeader\w{0,30})"),
+    (r"status \d{1,3}", r"status \d{1,3}"),  # what would be left is too common
+    (r"Killed|exit code \d{1,3} in total", r"Killed|exit code \d{1,3} in total"),
+    (r"CUDA out of memory(?! at all)", r"CUDA out of memory(?! at all)"),  # nothing varies
+    (r"(?:Caught|Raised) \w{1,60} error (\d{1,4})", r"(?:Caught|Raised) \w{1,60} error (\d{1,4})"),
+])
+def test_hyperscan_leaves_out_an_end_that_ends_in_many_places(pattern: str, runs: str) -> None:
+    assert fast.without_varying_end(pattern) == runs
+
+
+def test_a_pattern_read_into_pieces_is_the_same_pattern_joined_again() -> None:
+    patterns = [fp.pattern for rule in CATALOGUE.rules for fp in rule.fingerprints]
+    assert all("".join(map(str, fast._pieces(p))) == p for p in patterns)
+
+
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+def test_hyperscan_reports_a_number_at_the_end_of_a_line_once() -> None:
+    """apex's amp scaler prints this at every skipped step (apex/amp/scaler.py): each of the
+    fingerprints it matches is reported once, not once for every digit of the scale."""
+    import hyperscan
+
+    line = b"Gradient overflow.  Skipping step, loss scaler 0 reducing loss scale to 0.00048828125"
+    matcher = matcher_for(CATALOGUE, "hyperscan")
+    assert isinstance(matcher, fast.HyperscanMatcher)
+    reports: dict[int, int] = {}
+
+    def found(index: int, start: int, end: int, flags: int, context: object) -> None:
+        reports[index] = reports.get(index, 0) + 1
+
+    matcher._database.scan(line, match_event_handler=found,
+                           scratch=hyperscan.Scratch(matcher._database))
+    fingerprints = {index: reports[index] for index in reports if index < len(matcher.patterns)}
+    assert len(fingerprints) >= 2
+    assert set(fingerprints.values()) == {1}
+    assert sorted(hit.fingerprint for _, hit in matcher.scan(line.decode())) == \
+        sorted(hit.fingerprint for _, hit in matcher_for(CATALOGUE, "python").scan(line.decode()))
+
+
 def test_the_part_hyperscan_runs_matches_every_line_the_whole_does() -> None:
     """On every rule's own examples: the line of each match of the whole (where `re` confirms
     it) is a line of a match of the part."""
@@ -192,4 +242,10 @@ def test_the_part_hyperscan_runs_matches_every_line_the_whole_does() -> None:
                 for line in example.text.splitlines():
                     if fingerprint.regex.search(line):
                         assert re.search(part, line, flags), (rule.id, line)
-    assert shortened >= 10
+        for metric in rule.metric_patterns:
+            part = fast.without_varying_end(metric)
+            for example in rule.examples_match:
+                for line in example.text.splitlines():
+                    if re.search(metric, line):
+                        assert re.search(part, line), (rule.id, line)
+    assert shortened >= 40

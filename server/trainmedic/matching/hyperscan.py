@@ -2,9 +2,10 @@
 
 Installed with `pip install trainmedic[fast]`. Every fingerprint is compiled in Hyperscan's
 prefilter mode (a superset of the pattern that Hyperscan can run at memory speed, lookarounds
-relaxed; after a long gap, only what follows it: see `prefilter`), all of them into one
-database scanned once per chunk; each candidate line is then matched with the real pattern, so
-the results, named groups included, are exactly those of the pure-Python backend.
+relaxed; after a long gap, only what follows it; without an end that varies in length: see
+`prefilter`), all of them into one database scanned once per chunk; each candidate line is
+then matched with the real pattern, so the results, named groups included, are exactly those
+of the pure-Python backend.
 
 A scan needs scratch space that no other scan is using at the same time, so each thread scans
 with a scratch of its own: the language server diagnoses on its event loop and in worker
@@ -18,7 +19,7 @@ import re
 from collections.abc import Iterator
 from functools import cached_property, partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.reader import Chunk, char_offsets, decoded
@@ -139,8 +140,14 @@ _BACKREFERENCE = re.compile(r"\\\d|\(\?P=")
 
 
 def prefilter(pattern: str) -> str:
-    """What Hyperscan runs for a fingerprint `X.{0,N}Y` whose gap is long: `Y` alone, if it
-    holds a literal of LONG_LITERAL characters outside its groups.
+    """What Hyperscan runs for a fingerprint: the part after a long gap (`_after_long_gap`),
+    without the end that varies in length (`without_varying_end`)."""
+    return without_varying_end(_after_long_gap(pattern))
+
+
+def _after_long_gap(pattern: str) -> str:
+    """A fingerprint `X.{0,N}Y` whose gap is long: `Y` alone, if it holds a literal of
+    LONG_LITERAL characters outside its groups.
 
     Every match of the whole ends where a match of `Y` ends, on the same line, and `re`
     confirms each candidate line with the whole: the hits are the same, and Hyperscan no longer
@@ -198,6 +205,120 @@ def _long(gap: re.Match[str]) -> bool:
     return not gap["most"] or int(gap["most"]) >= LONG_GAP  # `*`, `+`, `{m,}`, or long
 
 
+# A pattern's pieces: an escape, a class, a group's opening, its close, a quantifier, or one
+# character.
+_TOKEN = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\((?:\?(?:P<\w+>|<[=!]|[:=!]|[aiLmsux-]*:?))?"
+                    r"|\)|(?:[?*+]|\{\d*(?:,\d*)?\})[?+]?|.", re.DOTALL)
+_QUANTIFIERS = "?*+{"
+_FIXED_COUNT = re.compile(r"\{\d+\}[?+]?")
+_ZERO_WIDTH_GROUP = re.compile(r"\(\?(?:<?[=!]|[aiLmsux-]+$)")  # a lookaround, or flags alone
+_ZERO_WIDTH = frozenset({"^", "$", "\\b", "\\B", "\\A", "\\Z"})
+_MAY_VARY_AT_END = re.compile(r"(?:[?*+})$]|\\[bBAZ])$")
+
+
+class _Piece(NamedTuple):
+    """One token of a pattern, or a group with the pieces inside it; with its quantifier."""
+
+    text: str  # the token, or the group's opening
+    inside: list[_Piece] | None  # None: not a group
+    quantifier: str = ""
+
+    def __str__(self) -> str:
+        inside = "" if self.inside is None else "".join(map(str, self.inside)) + ")"
+        return self.text + inside + self.quantifier
+
+    @property
+    def matches_nothing(self) -> bool:
+        return not self.quantifier and (self.text in _ZERO_WIDTH or (
+            self.inside is not None and _ZERO_WIDTH_GROUP.match(self.text) is not None))
+
+    @property
+    def repeats(self) -> bool:
+        return bool(self.quantifier) and not _FIXED_COUNT.fullmatch(self.quantifier)
+
+
+def _pieces(pattern: str) -> list[_Piece]:
+    """The pattern's top level as pieces; joined again, they are the pattern."""
+    outer: list[_Piece] = []
+    levels = [outer]
+    for token in _TOKEN.finditer(pattern):
+        text, pieces = token.group(), levels[-1]
+        if text[0] in _QUANTIFIERS and pieces and pieces[-1].text != "|":
+            pieces[-1] = pieces[-1]._replace(quantifier=pieces[-1].quantifier + text)
+        elif text[0] == "(":
+            inside: list[_Piece] = []
+            pieces.append(_Piece(text, inside))
+            levels.append(inside)
+        elif text == ")" and len(levels) > 1:
+            levels.pop()
+        else:
+            pieces.append(_Piece(text, None))
+    return outer
+
+
+def _cut_end(pieces: list[_Piece]) -> tuple[list[_Piece], bool]:
+    """The pieces without those at the end that repeat or match nothing (looking into a last
+    group that neither alternates nor repeats), and whether a repeating one went."""
+    end, cut = len(pieces), False
+    while end and (pieces[end - 1].repeats or pieces[end - 1].matches_nothing):
+        cut |= pieces[end - 1].repeats
+        end -= 1
+    last = pieces[end - 1] if end else None
+    if last is not None and last.inside is not None and not last.quantifier \
+            and not _ZERO_WIDTH_GROUP.match(last.text) \
+            and all(piece.text != "|" for piece in last.inside):
+        inside, cut_inside = _cut_end(last.inside)
+        if cut_inside and inside:
+            return [*pieces[:end - 1], last._replace(inside=inside)], True
+        if cut_inside:  # all of the group went: what is before it may end so too
+            return _cut_end(pieces[:end - 1])[0], True
+    return pieces[:end], cut
+
+
+def without_varying_end(pattern: str) -> str:
+    """`pattern` without what ends it when that can end in several places (a number, a name:
+    `\\d{1,20}`, also at the end of a last group) and what follows that matching no text
+    (`\\b`, a lookahead), if what is left holds a literal of LONG_LITERAL characters outside
+    its groups and its top level does not alternate.
+
+    Hyperscan reports every place a match can end: `reducing loss scale to (?P<scale>[0-9.]+)`
+    ends thirteen times on "... reducing loss scale to 0.00048828125", and each report is a
+    call into Python; the part before the number ends once. Every match of the whole starts
+    with a match of the part, which ends on its line, so that line is still a candidate, and
+    `re` confirms it with the whole.
+    """
+    if not _MAY_VARY_AT_END.search(pattern):
+        return pattern
+    pieces = _pieces(pattern)
+    if any(piece.text == "|" for piece in pieces):
+        return pattern
+    kept, cut = _cut_end(pieces)
+    return "".join(map(str, kept)) if cut and _holds_long_literal(kept) else pattern
+
+
+def _holds_long_literal(pieces: list[_Piece]) -> bool:
+    """Whether every match holds LONG_LITERAL literal characters in a row: at this level, or
+    in each branch of a group that is always there."""
+    run = 0
+    for piece in pieces:
+        if piece.inside is None and not piece.quantifier and piece.text != "." and \
+                piece.text[0] != "[" and not (piece.text[0] == "\\" and piece.text[1:].isalnum()):
+            run += 1
+            if run >= LONG_LITERAL:
+                return True
+            continue
+        run = 0
+        if piece.inside is not None and not piece.quantifier and not piece.matches_nothing:
+            branches: list[list[_Piece]] = [[]]
+            for inner in piece.inside:
+                if inner.text == "|":
+                    branches.append([])
+                else:
+                    branches[-1].append(inner)
+            if all(map(_holds_long_literal, branches)):
+                return True
+    return False
+
 def refused(catalogue: Catalogue) -> tuple[str, str] | None:
     """The first rule with a fingerprint Hyperscan cannot compile, and Hyperscan's reason;
     None when it compiles them all. Each is compiled alone: for a rule pack, not the whole
@@ -232,7 +353,8 @@ class HyperscanMatcher(Matcher):
         signals = signal_patterns(catalogue)
         self._signal_names = list(signals)
         expressions = [prefilter(p.fingerprint.pattern) for p in self.patterns]
-        expressions += signals.values()
+        expressions += [pattern if name in SIGNALS else without_varying_end(pattern)
+                        for name, pattern in signals.items()]
         expressions += [re.escape(marker) for marker in MARKERS]
         self._words = len(expressions)
         expressions += [re.escape(word) for word in SCALE_WORDS]
