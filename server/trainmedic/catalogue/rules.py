@@ -59,17 +59,27 @@ class Condition:
             raise ValueError(f"not a comparison: {text!r}")
         return cls(*match.groups())
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return (self.left,) + ((self.right,) if self.right[0].isalpha() or self.right[0] == "_"
                                else ())
 
+    @cached_property
+    def _number(self) -> float | None:
+        """The right side when it is a number: read once, not again on every line."""
+        return None if len(self.names) > 1 else quantity(self.right)
+
     def holds(self, groups: Mapping[str, str | None]) -> bool:
         left = groups.get(self.left)
-        right = groups.get(self.right) if self.right in self.names[1:] else self.right
         a = quantity(left) if left else None
-        b = quantity(right) if right else None
-        return a is not None and b is not None and _OPERATORS[self.op](a, b)
+        if a is None:
+            return False
+        if len(self.names) > 1:
+            right = groups.get(self.right)
+            b = quantity(right) if right else None
+        else:
+            b = self._number
+        return b is not None and _OPERATORS[self.op](a, b)
 
 
 @dataclass(frozen=True)

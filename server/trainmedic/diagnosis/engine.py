@@ -88,8 +88,12 @@ class Evidence:
             if hit.rule_id == LAUNCHER:
                 self._add_launcher_fact(line, hit)
                 continue
-            found = self.rules.setdefault(hit.rule_id, _RuleEvidence())
-            kept = found.lines.setdefault(hit.fingerprint, [])
+            found = self.rules.get(hit.rule_id)
+            if found is None:  # not setdefault: that would build one for every hit
+                found = self.rules[hit.rule_id] = _RuleEvidence()
+            kept = found.lines.get(hit.fingerprint)
+            if kept is None:
+                kept = found.lines[hit.fingerprint] = []
             if kept and kept[-1] is line:
                 continue  # min_count counts lines, not several hits on one line
             found.counts[hit.fingerprint] += 1
