@@ -396,6 +396,17 @@ def test_a_long_chunk_reads_the_scale_where_it_changes_and_counts_the_rest() -> 
     assert overflow.samples == len(steps)  # type: ignore[attr-defined]
 
 
+def test_lines_ending_in_the_same_scale_say_the_same_whichever_rank_comes_next() -> None:
+    """A step line ending in its scale is followed by another rank's prefix: what it says is
+    its own line's end, so eight ranks printing one scale are read once, not once each."""
+    text = "".join(f"[default{rank}]:step {step} loss=2.4 scale={65536.0 if step <= 200 else 0.5}\n"
+                   for step in range(1, 401) for rank in range(8))
+    data = text.encode()
+    kept = samples._scale_lines(data, False, set())
+    assert sorted(kept.values()) == [1599, 1599]  # the first line, and where the scale fell
+    assert sum(1 + count for count in kept.values()) == text.count("\n")
+
+
 def test_a_short_chunk_reads_every_scale_line() -> None:
     text = _megatron(range(1, 41))
     assert len(text) < SHORT_CHUNK_BYTES

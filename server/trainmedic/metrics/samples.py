@@ -51,8 +51,8 @@ _SIGNAL_WORDS_BYTES = {name: tuple(word.encode() for word in words)
 # The words of scale lines: where the matcher found them when it can (see `_scale_lines`).
 SCALE_WORDS = ("scale", "Skipping step", "skipped iterations")
 # What a scale line says: the bytes from the word "scale" and from "skipped iterations", the
-# values and a little more. A line saying what the scale line before it said adds nothing to the
-# scale detectors but one more sample.
+# values and a little more, within its line. A line saying what the scale line before it said
+# adds nothing to the scale detectors but one more sample.
 _SAYS_BYTES = 24
 NOTABLE_CONTEXT = 1 << 15
 SAMPLES_PER_CHUNK = 32
@@ -248,8 +248,8 @@ def _scale_lines(data: bytes, every: bool, read: set[int],
     """
     scale, skipping, skipped = words if words is not None else [
         list(_found(data, word.encode())) for word in SCALE_WORDS]
-    says = [data[position:position + _SAYS_BYTES] for position in scale]
-    counts = [data[position:position + _SAYS_BYTES] for position in skipped]
+    says = _said(data, scale)
+    counts = _said(data, skipped)
     changed_counts = [position for i, position in enumerate(skipped)
                       if i == 0 or counts[i] != counts[i - 1]]
     line_start = {position: data.rfind(b"\n", 0, position) + 1
@@ -263,6 +263,12 @@ def _scale_lines(data: bytes, every: bool, read: set[int],
         start = data.rfind(b"\n", 0, scale[index]) + 1
         kept[start] = kept.get(start, 0) + following - index - 1
     return kept
+
+
+def _said(data: bytes, positions: Sequence[int]) -> list[bytes]:
+    """What follows each position, up to _SAYS_BYTES of its line: a line ending in its scale
+    says what the one before it said even when the next line's prefix names another rank."""
+    return [data[position:position + _SAYS_BYTES].partition(b"\n")[0] for position in positions]
 
 
 def _notable_lines(data: bytes, signals: frozenset[str],
