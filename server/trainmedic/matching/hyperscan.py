@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -71,12 +71,19 @@ def _machine() -> str:
     return platform.machine()
 
 
-def _database(expressions: list[bytes], flags: list[int]) -> Any:
-    """The compiled database, loaded from the user cache when this catalogue was compiled before.
+def _as_written(pattern: str) -> str:
+    return pattern
 
-    Compiling takes about 0.4 s, loading a compiled copy well under a millisecond. A cached
-    file starts with what it was compiled from (the patterns, their flags, Hyperscan's release
-    and the machine), which must be this catalogue's to be used: its name, a checksum of that,
+
+def _database(patterns: list[str], flags: list[int], expressions: Callable[[], list[bytes]]) -> Any:
+    """The compiled database of `expressions()` (what Hyperscan runs for `patterns`), loaded
+    from the user cache when this catalogue was compiled before.
+
+    Compiling takes about 0.4 s, loading a compiled copy well under a millisecond, and working
+    out the expressions 10 ms: they are worked out only to compile. A cached file starts with
+    what it was compiled from (the patterns, their flags, a checksum of this module, which turns
+    patterns into expressions, Hyperscan's release and the machine), which must be this
+    catalogue's to be used: its name, a checksum of that,
     only finds it (hashlib would cost more to import than all of the loading). A cache that
     cannot be read or written is only a slower start. The cache keeps the KEPT_DATABASES used
     last: a database is about a megabyte, and each edit of a rule pack makes a new one.
@@ -86,11 +93,12 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
     import hyperscan
 
     release = getattr(hyperscan, "__version__", "")  # not importlib.metadata: slow to import
-    made_from = repr((release, _machine(), expressions, flags)).encode() + b"\n"  # one line
+    code = zlib.crc32(Path(__file__).read_bytes())
+    made_from = repr((release, _machine(), code, patterns, flags)).encode() + b"\n"  # one line
     try:
         cached = cache_folder() / f"hyperscan-{zlib.crc32(made_from):08x}.db"
     except OSError:
-        return _compiled(expressions, flags)
+        return _compiled(expressions(), flags)
     try:
         with open(cached, "rb") as stored:
             if stored.read(len(made_from)) == made_from:
@@ -99,7 +107,7 @@ def _database(expressions: list[bytes], flags: list[int]) -> Any:
                 return database
     except (OSError, hyperscan.error):
         pass
-    database = _compiled(expressions, flags)
+    database = _compiled(expressions(), flags)
     try:
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(f".{os.getpid()}.tmp")
@@ -208,7 +216,7 @@ def _long(gap: re.Match[str]) -> bool:
 # A pattern's pieces: an escape, a class, a group's opening, its close, a quantifier, or one
 # character.
 _TOKEN = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\((?:\?(?:P<\w+>|<[=!]|[:=!]|[aiLmsux-]*:?))?"
-                    r"|\)|(?:[?*+]|\{\d*(?:,\d*)?\})[?+]?|.", re.DOTALL)
+                    rf"|\)|(?:{_QUANTIFIER.pattern})[?+]?|.", re.DOTALL)
 _QUANTIFIERS = "?*+{"
 _FIXED_COUNT = re.compile(r"\{\d+\}[?+]?")
 _ZERO_WIDTH_GROUP = re.compile(r"\(\?(?:<?[=!]|[aiLmsux-]+$)")  # a lookaround, or flags alone
@@ -235,6 +243,12 @@ class _Piece(NamedTuple):
     @property
     def repeats(self) -> bool:
         return bool(self.quantifier) and not _FIXED_COUNT.fullmatch(self.quantifier)
+
+    @property
+    def literal(self) -> bool:
+        """One character standing for itself, once (`a`, `\\.`; not `\\d`, `.`, a class)."""
+        return self.inside is None and not self.quantifier and self.text not in (".", "^", "$") \
+            and self.text[0] != "[" and not (self.text[0] == "\\" and self.text[1:].isalnum())
 
 
 def _pieces(pattern: str) -> list[_Piece]:
@@ -263,9 +277,8 @@ def _cut_end(pieces: list[_Piece]) -> tuple[list[_Piece], bool]:
     while end and (pieces[end - 1].repeats or pieces[end - 1].matches_nothing):
         cut |= pieces[end - 1].repeats
         end -= 1
-    last = pieces[end - 1] if end else None
+    last = pieces[end - 1] if end else None  # not a lookaround: those went with the rest
     if last is not None and last.inside is not None and not last.quantifier \
-            and not _ZERO_WIDTH_GROUP.match(last.text) \
             and all(piece.text != "|" for piece in last.inside):
         inside, cut_inside = _cut_end(last.inside)
         if cut_inside and inside:
@@ -301,8 +314,7 @@ def _holds_long_literal(pieces: list[_Piece]) -> bool:
     in each branch of a group that is always there."""
     run = 0
     for piece in pieces:
-        if piece.inside is None and not piece.quantifier and piece.text != "." and \
-                piece.text[0] != "[" and not (piece.text[0] == "\\" and piece.text[1:].isalnum()):
+        if piece.literal:
             run += 1
             if run >= LONG_LITERAL:
                 return True
@@ -352,18 +364,21 @@ class HyperscanMatcher(Matcher):
         super().__init__(catalogue)
         signals = signal_patterns(catalogue)
         self._signal_names = list(signals)
-        expressions = [prefilter(p.fingerprint.pattern) for p in self.patterns]
-        expressions += [pattern if name in SIGNALS else without_varying_end(pattern)
-                        for name, pattern in signals.items()]
-        expressions += [re.escape(marker) for marker in MARKERS]
-        self._words = len(expressions)
-        expressions += [re.escape(word) for word in SCALE_WORDS]
+        # Each pattern with what turns it into what Hyperscan runs: worked out only to compile.
+        runs: list[tuple[str, Callable[[str], str]]] = [
+            (p.fingerprint.pattern, prefilter) for p in self.patterns]
+        runs += [(pattern, _as_written if name in SIGNALS else without_varying_end)
+                 for name, pattern in signals.items()]
+        runs += [(re.escape(marker), _as_written) for marker in MARKERS]
+        self._words = len(runs)
+        runs += [(re.escape(word), _as_written) for word in SCALE_WORDS]
         flags = [_flags(p.fingerprint) for p in self.patterns]
         flags += [hyperscan.HS_FLAG_MULTILINE | (
             hyperscan.HS_FLAG_SINGLEMATCH if name in SIGNALS and name != POSITIONED
             else hyperscan.HS_FLAG_PREFILTER) for name in signals]
         flags += [0] * (len(MARKERS) + len(SCALE_WORDS))
-        self._database = _database([e.encode() for e in expressions], flags)
+        self._database = _database([pattern for pattern, _ in runs], flags, lambda: [
+            run(pattern).encode() for pattern, run in runs])
         self._local = threading.local()  # a scan needs scratch space of its own per thread
 
     @cached_property
