@@ -43,6 +43,9 @@ def test_vllm_month_day() -> None:
         epoch(2025, 7, 21, 14, 30, 1))
 
 
-@pytest.mark.parametrize("text", ["step 10 loss 2.31", "{'epoch': 0.05}", "99-99 99:99:99 x"])
+@pytest.mark.parametrize("text", [
+    "step 10 loss 2.31", "{'epoch': 0.05}", "99-99 99:99:99 x",
+    "id 12024-05-01 12:00:00 x", "v1-05-01 12:00:00 x", "run 307-21 14:30:01 x",
+])
 def test_no_timestamp(text: str) -> None:
     assert Clock().parse(text) is None

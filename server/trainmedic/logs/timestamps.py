@@ -9,12 +9,16 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
+# The searched patterns open with a digit and look back after it (no digit before the number):
+# `re` then skips to the next digit, where one opening with the lookbehind is tried at every
+# character.
 _ISO = re.compile(
-    r"(?<!\d)(\d{4})-(\d{2})-(\d{2})[T _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
+    r"(\d{4})(?<!\d\d{4})-(\d{2})-(\d{2})[T _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
     r"(Z|[+-]\d{2}:?\d{2})?"
 )
 _GLOG = re.compile(r"^[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{1,9})\b")
-_MONTH_DAY = re.compile(r"(?<![\d-])(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\b")
+_MONTH_DAY = re.compile(
+    r"(\d{2})(?<![\d-]\d\d)-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\b")
 _EPOCH = re.compile(r"^\[?(1[5-9]\d{8})(?:\.(\d{1,9}))?\]?\s")
 _SEARCH_SPAN = 120
 
@@ -41,13 +45,14 @@ class Clock:
 
     def parse(self, body: str) -> float | None:
         head = body[:_SEARCH_SPAN]
-        if match := _ISO.search(head):
+        dated = "-" in head  # both searched formats hold one; most lines of a long log do not
+        if dated and (match := _ISO.search(head)):
             self.year = int(match.group(1))
             return _seconds(*match.groups())
         if match := _GLOG.match(head):
             return _seconds(self.year, *match.groups())
         if match := _EPOCH.match(head):
             return float(match.group(1) + "." + (match.group(2) or "0"))
-        if match := _MONTH_DAY.search(head):
+        if dated and (match := _MONTH_DAY.search(head)):
             return _seconds(self.year, *match.groups())
         return None
