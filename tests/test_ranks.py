@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from trainmedic.logs.prefixes import (
@@ -87,6 +89,7 @@ def test_every_registered_prefix_reads_its_example(prefix: Prefix) -> None:
     else:
         assert len(body) < len(prefix.example)  # the prefix is cut
     assert census("some output\n" + prefix.example) >= {prefix.rank}
+    assert re.compile(prefix.pattern).groups == 1  # its rank: what parse_rank and census read
 
 
 @pytest.mark.parametrize("prefix", [p for p in PREFIXES if not p.pattern.startswith("(?=")],
