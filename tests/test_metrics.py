@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import subprocess
 import sys
 import textwrap
@@ -523,7 +524,6 @@ def test_the_quick_plain_patterns_match_as_their_caseless_spelling() -> None:
     in any case do, for every spelling of their words, the letters a caseless match takes for
     `s` and `i` included."""
     import itertools
-    import re
 
     spelled = {
         samples._PLAIN_STEP: r"(?i)\b(?:step|iter|iteration)\s{1,8}(\d{1,12})\b",
@@ -545,3 +545,22 @@ def test_the_quick_plain_patterns_match_as_their_caseless_spelling() -> None:
     data = text.encode()
     assert [m.span() for m in samples._TRIGGER_BYTES.finditer(data)] == \
         [m.span() for m in re.finditer(rb"(?i:loss|grad[_ ]norm)", data)]
+
+
+@pytest.mark.parametrize("gap", [0, 3, samples.TRIGGER_WINDOW - 9, samples.TRIGGER_WINDOW - 4,
+                                 samples.TRIGGER_WINDOW + 7, 5 * samples.TRIGGER_WINDOW])
+def test_metric_words_far_apart_are_found_where_re_finds_them(gap: int) -> None:
+    """Past TRIGGER_WINDOW bytes the words are looked for in a lowered copy: every case, and
+    a word across the window's end, is found where `re` finds it, from every offset."""
+    filler = b"[E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout\n"
+    words = [b"LoSs", b"GRAD norm", b"grad_Norm", b"loss", b"gradnorm", b"Grad_NORM"]
+    data = b"".join(filler * (gap // len(filler) + 1) + b"x" * (gap % 7) + word
+                    for word in words) + filler
+    expected = re.compile(rb"(?i:loss|grad[_ ]norm)")
+    found = samples._MetricWords(data)
+    across = [match.start() - samples.TRIGGER_WINDOW + k for match in expected.finditer(data)
+              for k in range(-1, 10)]  # the window ends inside the word
+    for position in [*range(0, len(data), 97), *(p for p in across if p >= 0), len(data)]:
+        for end in (None, position + gap + 20, len(data) + 5):
+            match = expected.search(data, position, len(data) if end is None else end)
+            assert found.next(position, end) == (match.start() if match else -1)

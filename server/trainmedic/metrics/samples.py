@@ -25,6 +25,10 @@ METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 # Only lines with one of these words are parsed: `(?i:loss|grad[_ ]norm)`, opening with a class
 # of their first letters (see _PLAIN_STEP).
 _TRIGGER_BYTES = re.compile(rb"[LlGg](?:(?<=[Ll])(?i:oss)|(?<=[Gg])(?i:rad[_ ]norm))")
+# The same words in a chunk's lowered copy (ASCII case, as `(?i)` on bytes): found at the speed
+# of a plain search where the words are far apart.
+_GRAD_NORM_LOWERED = re.compile(rb"grad[_ ]norm")
+TRIGGER_WINDOW = 1 << 12  # bytes searched with _TRIGGER_BYTES before the lowered copy is made
 # Chunk-wide signals the sampler acts on; a matcher reports which a chunk holds, in the same pass
 # as its fingerprints. A non-finite or zero loss makes a chunk worth reading in full; loss-scale
 # changes and skipped steps are rare and exact, so their lines are always read. A non-finite
@@ -186,13 +190,46 @@ def _extra_values(body: str, extra: Sequence[re.Pattern[str]]) -> dict[str, floa
     return values
 
 
+class _MetricWords:
+    """Where the metric words of one chunk are, from a given offset on.
+
+    Near a metric line `re` finds the next word at once. Where they are far apart (megabytes of
+    NCCL warnings, a failure's flood of watchdog lines) it would stop at every l and g, about
+    7 ms a megabyte; past TRIGGER_WINDOW bytes the words are looked for in a lowered copy of
+    the chunk instead, made once, with plain searches.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self._lowered: bytes | None = None
+
+    def next(self, position: int, end: int | None = None) -> int:
+        """Where the first word starting at `position` or later (and ending by `end`) starts;
+        -1 when there is none."""
+        end = len(self.data) if end is None else min(end, len(self.data))
+        near = min(end, position + TRIGGER_WINDOW)
+        match = _TRIGGER_BYTES.search(self.data, position, near)
+        if match is not None:
+            return match.start()
+        if near == end:
+            return -1
+        if self._lowered is None:
+            self._lowered = self.data.lower()
+        start = max(position, near - len(b"grad_norm") + 1)  # a word across `near`
+        loss = self._lowered.find(b"loss", start, end)
+        grad = _GRAD_NORM_LOWERED.search(self._lowered, start, end)
+        starts = [at for at in (loss, grad.start() if grad else -1) if at >= 0]
+        return min(starts, default=-1)
+
+
 def _one_per_slot(data: bytes, slot: int) -> list[int]:
     """Where the first metric word of each `slot` bytes of `data` is, once per line."""
-    found, position = [], 0
-    while (match := _TRIGGER_BYTES.search(data, position)) is not None:
-        found.append(match.start())
-        line_end = data.find(b"\n", match.start())
-        position = max(line_end + 1, (match.start() // slot + 1) * slot)
+    found, words = [], _MetricWords(data)
+    position = 0
+    while (start := words.next(position)) >= 0:
+        found.append(start)
+        line_end = data.find(b"\n", start)
+        position = max(line_end + 1, (start // slot + 1) * slot)
     return found
 
 
@@ -220,12 +257,12 @@ def _found(text: AnyStr, word: AnyStr) -> Iterator[int]:
 
 def _lines_of(chunk: Chunk, start: int, end: int, ranks: set[int | None]) -> Iterator[int]:
     """Where the metric lines of `ranks` start between offsets `start` and `end`."""
-    data, position = chunk.data, start
-    while (match := _TRIGGER_BYTES.search(data, position, end)) is not None:
-        line_start = data.rfind(b"\n", 0, match.start()) + 1
+    data, position, words = chunk.data, start, _MetricWords(chunk.data)
+    while (found := words.next(position, end)) >= 0:
+        line_start = data.rfind(b"\n", 0, found) + 1
         if parse_rank(chunk.line(line_start))[0] in ranks:
             yield line_start
-        position = data.find(b"\n", match.start()) + 1 or len(data)
+        position = data.find(b"\n", found) + 1 or len(data)
 
 
 def _occurrences(positions: Sequence[int], data: bytes, starts: Iterable[int]) -> Iterator[int]:
