@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import cmp_to_key
+from functools import cache, cmp_to_key
 from typing import TypeVar
 
 from trainmedic.logs.launcher import CODE_SIGNALS, SIGTERM, LauncherReport, WorkerExit
@@ -101,14 +101,14 @@ def _first_lines(findings: Iterable[Finding], order: Mapping[str, int],
     return table
 
 
-def _global_ranks(table: dict[int, tuple[Line, str]],
-                  report: LauncherReport) -> dict[int, tuple[Line, str]]:
+def _global_ranks(table: dict[int, tuple[Line, str]], report: LauncherReport,
+                  local_only: Callable[[str], int | None]) -> dict[int, tuple[Line, str]]:
     """The table with a rank read from a local-rank prefix alone (torchrun's `[default1]:`)
     renamed to the global rank the launcher's summary names for that local rank, when it
     names one only and no line already speaks for that global rank."""
     renamed: dict[int, tuple[Line, str]] = {}
     for rank, entry in table.items():
-        named = report.global_rank(rank) if local_only_rank(entry[0].text) == rank else None
+        named = report.global_rank(rank) if local_only(entry[0].text) == rank else None
         renamed[rank if named is None or named in table else named] = entry
     return renamed
 
@@ -419,14 +419,15 @@ def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
     roots = [f for f in findings if f.role is Role.ROOT]
     # What the ranks printed themselves, without the launcher's lines that rules also match.
     said_by_launcher = frozenset((e.line.path, e.line.number) for e in report.exits)
-    own_root = _global_ranks(_first_lines(roots, order, said_by_launcher), report)
-    own_any = _global_ranks(_first_lines(findings, order, said_by_launcher), report)
+    local_only = cache(local_only_rank)  # the four tables below share most lines
+    own_root = _global_ranks(_first_lines(roots, order, said_by_launcher), report, local_only)
+    own_any = _global_ranks(_first_lines(findings, order, said_by_launcher), report, local_only)
     unranked = [*(f.first for f in findings if f.role is Role.COLLATERAL
                   and not f.first_by_rank), *unranked_reports]
     unranked_collateral = chronological(unranked, order)[0] if unranked else None
     deaths = _signal_deaths(report)
-    first_root = {**deaths, **_global_ranks(_first_lines(roots, order), report)}
-    first_any = {**deaths, **_global_ranks(_first_lines(findings, order), report)}
+    first_root = {**deaths, **_global_ranks(_first_lines(roots, order), report, local_only)}
+    first_any = {**deaths, **_global_ranks(_first_lines(findings, order), report, local_only)}
     seen = set(ranks_seen)
     known = seen | {e.rank for e in report.exits if e.rank is not None}
     if report.world_size:
