@@ -45,7 +45,7 @@ class Clock:
 
     def parse(self, body: str) -> float | None:
         head = body[:_SEARCH_SPAN]
-        dated = "-" in head  # both searched formats hold one; most lines of a long log do not
+        dated = "-" in head  # both searched formats hold one: a line without skips both
         if dated and (match := _ISO.search(head)):
             self.year = int(match.group(1))
             return _seconds(*match.groups())

@@ -331,6 +331,7 @@ def _holds_long_literal(pieces: list[_Piece]) -> bool:
                 return True
     return False
 
+
 def refused(catalogue: Catalogue) -> tuple[str, str] | None:
     """The first rule with a fingerprint Hyperscan cannot compile, and Hyperscan's reason;
     None when it compiles them all. Each is compiled alone: for a rule pack, not the whole

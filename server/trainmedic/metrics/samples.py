@@ -222,13 +222,12 @@ class _MetricWords:
         return min(starts, default=-1)
 
 
-def _one_per_slot(data: bytes, slot: int) -> list[int]:
-    """Where the first metric word of each `slot` bytes of `data` is, once per line."""
-    found, words = [], _MetricWords(data)
-    position = 0
+def _one_per_slot(words: _MetricWords, slot: int) -> list[int]:
+    """Where the first metric word of each `slot` bytes of the chunk is, once per line."""
+    found, position = [], 0
     while (start := words.next(position)) >= 0:
         found.append(start)
-        line_end = data.find(b"\n", start)
+        line_end = words.data.find(b"\n", start)
         position = max(line_end + 1, (start // slot + 1) * slot)
     return found
 
@@ -255,9 +254,10 @@ def _found(text: AnyStr, word: AnyStr) -> Iterator[int]:
         position = text.find(word, position + len(word))
 
 
-def _lines_of(chunk: Chunk, start: int, end: int, ranks: set[int | None]) -> Iterator[int]:
+def _lines_of(chunk: Chunk, words: _MetricWords, start: int, end: int,
+              ranks: set[int | None]) -> Iterator[int]:
     """Where the metric lines of `ranks` start between offsets `start` and `end`."""
-    data, position, words = chunk.data, start, _MetricWords(chunk.data)
+    data, position = chunk.data, start
     while (found := words.next(position, end)) >= 0:
         line_start = data.rfind(b"\n", 0, found) + 1
         if parse_rank(chunk.line(line_start))[0] in ranks:
@@ -355,16 +355,17 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
     """
     data = chunk.data
     short = len(data) < SHORT_CHUNK_BYTES
-    triggers = _one_per_slot(data, 1 if short else len(data) // SAMPLES_PER_CHUNK)
+    words = _MetricWords(data)  # one lowered copy at most, whichever search needs it
+    triggers = _one_per_slot(words, 1 if short else len(data) // SAMPLES_PER_CHUNK)
     notable = _notable_lines(data, signals, positioned)
     start, end, ranks = 0, 0, set[int | None]()
     for position in notable:
         if position - NOTABLE_CONTEXT > end:  # a new stretch: read the one before
-            triggers.extend(_lines_of(chunk, start, end, ranks))
+            triggers.extend(_lines_of(chunk, words, start, end, ranks))
             start, ranks = max(0, position - NOTABLE_CONTEXT), set()
         end = position + NOTABLE_CONTEXT
         ranks.add(parse_rank(chunk.line(position))[0])
-    triggers.extend(_lines_of(chunk, start, end, ranks))
+    triggers.extend(_lines_of(chunk, words, start, end, ranks))
     extra = [p for p in extra if metric_signal(p.pattern) in signals]
     triggers.extend(metric_lines)
     repeats: dict[int, int] = {}
