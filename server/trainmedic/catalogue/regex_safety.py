@@ -13,7 +13,8 @@ making a scan linear in the length of the text:
   line splits between them, tried at every start: that product, divided by how far apart two
   starts must be (the period of the literal the pattern begins with), stays within
   MAX_SPLITS (`\d{1,6}[-,\d]{0,300}`, `Tried to allocate .{0,1500}?\d{1,9}`, not
-  `a{0,100}a{0,100}`);
+  `a{0,100}a{0,100}`). Each split costs SLOW_TAIL times more when what follows the last
+  repetition is not a literal character, unless the pattern is anchored at a line start;
 - a leading repetition of at most LEADING_REPEAT_MAX.
 
 The same reading of a pattern tells the pure-Python matcher what lets it skip text: the
@@ -44,6 +45,12 @@ _UNBOUNDED = 1 << 16
 LEADING_REPEAT_MAX = 256
 MAX_COUNT = 4000
 MAX_SPLITS = 1 << 13  # about a tenth of a second on a 10,000-character line
+# After each split, `re` tries what follows the repetitions. A literal it checks at once (1-2 ns
+# a split on 10,000 characters of `a`, measured); a class, `\w` or `\b` it tries in full (9 to 30
+# ns). Charging those splits 4 times keeps the worst admitted pattern near half a second on
+# such a line. A pattern anchored at a line start is tried once a line, not at each character:
+# it keeps the plain count.
+SLOW_TAIL = 4
 
 # Characters as the analysis sees them: the ASCII codes, and one code standing for all others.
 # Letters stand for both their cases, so patterns compiled case-insensitively are covered.
@@ -138,10 +145,11 @@ def _first(items: Any) -> frozenset[int]:
     return found
 
 
-def _splits(items: Any) -> tuple[int, bool]:
+def _splits(items: Any, slow_tail: int = 1) -> tuple[int, bool]:
     """The most ways a line can split between adjacent repetitions of `items` that can match
-    the same characters (1 when none can), looking into groups as well; and whether any can
-    (the items can then match one text in more than one way).
+    the same characters (1 when none can), looking into groups as well, each counted
+    `slow_tail` times when no literal character follows the last repetition; and whether any
+    can (the items can then match one text in more than one way).
 
     A literal between such repetitions keeps them adjacent (the first can match it too), but
     only the places where the whole literal matches count: a literal of period p leaves one
@@ -149,9 +157,10 @@ def _splits(items: Any) -> tuple[int, bool]:
     """
     worst, ways, open_chars, ambiguous = 1, 1, frozenset[int](), False
     run = ""  # the literal read since the last repetition of the chain
-    for item in _flat(items):
+    pieces = _flat(items)
+    for index, item in enumerate(pieces):
         for body in _bodies(item):
-            inner, inner_ambiguous = _splits(body)
+            inner, inner_ambiguous = _splits(body, slow_tail)
             worst, ambiguous = max(worst, inner), ambiguous or inner_ambiguous
         if item[0] is _c.BRANCH and _alternatives_overlap(item[1][1]):
             ambiguous = True
@@ -173,7 +182,8 @@ def _splits(items: Any) -> tuple[int, bool]:
         else:
             ways = span
         run = ""
-        worst = max(worst, ways)
+        after = pieces[index + 1][0] if index + 1 < len(pieces) else None
+        worst = max(worst, ways * (1 if after is _c.LITERAL else slow_tail))
         # What the next piece could take from: this repetition, and those before it too
         # when this one can be empty.
         chars = _chars([item])
@@ -319,6 +329,15 @@ def _leading_repeat(items: Any) -> int:
     return 0
 
 
+def _anchored(items: Any) -> bool:
+    """Whether the pattern can match only at a line's (or the text's) start."""
+    for op, arg in items:
+        if op in (_c.ASSERT, _c.ASSERT_NOT):
+            continue
+        return op is _c.AT and arg in (_c.AT_BEGINNING, _c.AT_BEGINNING_STRING)
+    return False
+
+
 def check_pattern(pattern: str) -> str | None:
     """Why `pattern` is refused, or None when it is in the safe subset."""
     try:
@@ -332,7 +351,9 @@ def check_pattern(pattern: str) -> str | None:
     if problem is None and _counts(parsed) > MAX_COUNT:
         problem = (f"repetition counts may reach at most {MAX_COUNT} (multiplied along nested "
                    "repetitions); bound it lower")
-    if problem is None and _splits(parsed)[0] // _period(_prefix(parsed)) > MAX_SPLITS:
+    slow_tail = 1 if _anchored(parsed) else SLOW_TAIL
+    if problem is None and \
+            _splits(parsed, slow_tail)[0] // _period(_prefix(parsed)) > MAX_SPLITS:
         problem = ("adjacent repetitions that can match the same characters backtrack over "
                    f"every way a line splits between them (more than {MAX_SPLITS}); separate "
                    "them with a character neither matches, or merge them into one")
