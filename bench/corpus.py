@@ -60,7 +60,11 @@ def evaluate(corpus: Path) -> list[dict[str, object]]:
 
 def main() -> int:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    rows = evaluate(Path(args[0]) if args else DEFAULT)
+    corpus = Path(args[0]) if args else DEFAULT
+    rows = evaluate(corpus)
+    if not rows:  # a folder of logs, not a corpus: its labels sit one level up
+        print(f"corpus: no */labels.yaml and no healthy/*.log under {corpus}", file=sys.stderr)
+        return 2
     if "--json" in sys.argv:
         print(json.dumps(rows, indent=1))
         return 0
