@@ -352,6 +352,8 @@ def test_each_secret_is_masked(line: str, secret: str) -> None:
 KINDS = [
     "HF_TOKEN set: hf_abcdefghijklmnopqrstuvwxyzABCDEF1234",
     "cloning with ghp_abcdefghijklmnopqrstuvwxyzABCDEF123456",
+    "pushing with github_pat_11AAAAAAA0_zzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",  # no "gh" in it
+    "OPENAI_APIKEY=abcdefXY12345678 and api-key: abcdefXY12345678",
     "client = OpenAI(key=sk-proj-abcdefghijklmnopqrstuv)",
     "fetching git+https://trainer:s3cretpass@git.example.com/repo.git",
     "PASSWORD=hunter2hunter2",
@@ -368,6 +370,23 @@ def test_every_kind_of_secret_reaches_the_pattern(line: str) -> None:
 
     assert _SECRETS.sub(_mask, line) != line  # the example holds a secret
     assert redact(line) == _SECRETS.sub(_mask, line) or "AKIA" in line
+
+
+# Lines with no secret that once reached the pattern: torchelastic names its `api.py` on every
+# line it prints, and its errors end with a docs URL.
+CLEAN = [
+    "W1129 18:18:59.404000 26220 torch/distributed/elastic/multiprocessing/api.py:1028] "
+    "Sending process 26229 closing signal SIGTERM",
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+]
+
+
+@pytest.mark.parametrize("line", CLEAN)
+def test_lines_without_a_secret_are_shown_without_running_the_pattern(line: str) -> None:
+    from trainmedic.render.redact import _SECRETS, _may_hold_secret
+
+    assert _SECRETS.search(line) is None
+    assert not _may_hold_secret(line)
 
 
 @pytest.mark.parametrize("line", [
