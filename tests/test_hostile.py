@@ -354,6 +354,10 @@ KINDS = [
     "cloning with ghp_abcdefghijklmnopqrstuvwxyzABCDEF123456",
     "pushing with github_pat_11AAAAAAA0_zzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",  # no "gh" in it
     "OPENAI_APIKEY=abcdefXY12345678 and api-key: abcdefXY12345678",
+    "git remote add origin https://oauth2:glpat-AbCdEfGhIjKlMnOpQrSt12@gitlab.example.com/x",
+    "gcs client key AIzaSyA-1234567890abcdefghijklmnopqrstu",
+    "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=acct;"
+    "ACCOUNTKEY=Zm9vYmFyYmF6cXV4Zm9vYmFy==;EndpointSuffix=core.windows.net",
     "client = OpenAI(key=sk-proj-abcdefghijklmnopqrstuv)",
     "fetching git+https://trainer:s3cretpass@git.example.com/repo.git",
     "PASSWORD=hunter2hunter2",

@@ -1,8 +1,9 @@
 """Secrets that training logs leak, masked before a line is shown or exported.
 
 Launch scripts echo their environment and libraries print their config, so logs carry tokens:
-Hugging Face, Weights & Biases, AWS, GitHub, OpenAI, Slack, bearer headers, command-line
-token flags, private keys and passwords (assigned, quoted or in URLs).
+Hugging Face, Weights & Biases, AWS, GitHub, GitLab, Google, OpenAI, Slack, Azure storage account
+keys, bearer headers, command-line token flags, private keys and passwords (assigned, quoted or
+in URLs).
 Evidence is redacted by default (`--no-redact` shows it as it is).
 """
 
@@ -25,6 +26,8 @@ _SECRETS = re.compile(
     r"|(?P<openai>\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,200}\b)"
     r"|(?P<slack>\bxox[abpr]-[A-Za-z0-9-]{10,250})"
     r"|(?P<aws_key>\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)"
+    r"|(?P<gitlab>\bglpat-[A-Za-z0-9_-]{20,200})"
+    r"|(?P<google>\bAIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-]))"
     r"|(?P<wandb>(?i:wandb)\s{1,3}login\s{1,3}(?:--[a-z-]{1,20}\s{1,3}){0,2})"
     r"(?P<wandb_key>[0-9a-f]{40})\b"
     r"|(?P<flag>--(?i:hub[_-]token|hf[_-]token|wandb[_-]api[_-]key|api[_-]key|token|password)"
@@ -33,7 +36,8 @@ _SECRETS = re.compile(
     r"(?P<quoted_value>[^'\"\n]{1,200})(?=['\"])"
     r"|(?P<assigned>(?i:aws_secret_access_key|aws_session_token|wandb_api_key|hf_token|"
     r"hugging_face_hub_token|huggingface_token|github_token|openai_api_key|api[_-]?key|"
-    r"password|passwd|secret|token)['\"]?\s{0,3}[:=]\s{0,3}['\"]?)(?P<value>[^\s'\",;]{8,200})"
+    r"password|passwd|secret|token|accountkey)['\"]?\s{0,3}[:=]\s{0,3}['\"]?)"
+    r"(?P<value>[^\s'\",;]{8,200})"
     r"|(?P<bearer>(?i:authorization['\"]?\s{0,3}:\s{0,3}['\"]?(?:bearer|token|basic))\s{1,3})"
     r"(?P<credential>[^\s'\",;]{8,500})"
     r"|(?P<url>\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]{1,100}:)(?P<password>[^\s@/]{1,200})(?=@)"
@@ -50,9 +54,10 @@ _PEM_END = re.compile(r"-----END [A-Z ]{0,40}PRIVATE KEY-----")
 # without running it: most evidence lines hold none, and the pattern costs a third of a
 # microsecond per character. Torchelastic's lines name its `api.py` and its errors a docs URL:
 # a bare "api" or "://" sent a fifth of a diagnosis's evidence through the pattern.
-_WORDS = ("-----BEGIN ", "hf_", "gh", "github_pat_", "sk-", "xox", "AKIA", "ASIA", "--")
+_WORDS = ("-----BEGIN ", "hf_", "gh", "github_pat_", "glpat-", "AIza", "sk-", "xox", "AKIA",
+          "ASIA", "--")
 _WORDS_ANY_CASE = ("wandb", "passw", "secret", "token", "apikey", "api_key", "api-key",
-                   "authorization")
+                   "accountkey", "authorization")
 
 
 def _may_hold_secret(text: str) -> bool:
