@@ -232,6 +232,15 @@ def test_usage_error_exit_code() -> None:
     assert "the following arguments are required: PATH" in done.stderr
 
 
+@pytest.mark.parametrize("command", [
+    ["diagnose", str(EXAMPLE)], ["rules", "list"], ["check", "train.py"]])
+def test_an_unknown_option_points_to_its_commands_help(command: list[str]) -> None:
+    done = run(*command, "--bogus")
+    assert done.returncode == EXIT_USAGE
+    prog = " ".join(["trainmedic", *command[:2 if command[0] == "rules" else 1]])
+    assert done.stderr == f"{prog}: error: unrecognized arguments: --bogus (see {prog} --help)\n"
+
+
 def test_help_documents_exit_codes() -> None:
     done = run("diagnose", "--help")
     assert done.returncode == 0

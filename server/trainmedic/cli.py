@@ -605,7 +605,11 @@ def script() -> int:
 
 
 def _run(argv: list[str]) -> int:
-    args = build_parser(argv[0] if argv else None).parse_args(argv)
+    args, unknown = build_parser(argv[0] if argv else None).parse_known_args(argv)
+    if unknown:  # argparse says them from the top: say them from the command given them
+        command = " ".join(filter(None, ["trainmedic", args.command,
+                                         getattr(args, "rules_command", None)]))
+        _Parser(prog=command).error(f"unrecognized arguments: {' '.join(unknown)}")
 
     from trainmedic.catalogue.rules import RuleError  # after parsing: not for --help
     from trainmedic.logs.inputs import InputError
