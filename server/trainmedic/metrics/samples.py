@@ -217,9 +217,10 @@ class _MetricWords:
             self._lowered = self.data.lower()
         start = max(position, near - len(b"grad_norm") + 1)  # a word across `near`
         loss = self._lowered.find(b"loss", start, end)
-        grad = _GRAD_NORM_LOWERED.search(self._lowered, start, end)
-        starts = [at for at in (loss, grad.start() if grad else -1) if at >= 0]
-        return min(starts, default=-1)
+        # Only a grad norm before that loss comes first (the two words cannot overlap): not
+        # searched to the chunk's end again at every call.
+        grad = _GRAD_NORM_LOWERED.search(self._lowered, start, end if loss < 0 else loss)
+        return grad.start() if grad is not None else loss
 
 
 def _one_per_slot(words: _MetricWords, slot: int) -> list[int]:
