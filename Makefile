@@ -6,10 +6,13 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test lint pytest extension e2e catalogue bench clean
 
-$(STAMP): pyproject.toml
+NATIVE := server/native
+
+# The C scan loops (trainmedic-native, which the fast extra names) are built here from source.
+$(STAMP): pyproject.toml $(NATIVE)/pyproject.toml $(NATIVE)/trainmedic_native.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,probe,fast,mcp]'
+	$(BIN)/python -m pip install --quiet ./$(NATIVE) -e '.[dev,probe,fast,mcp]'
 	touch $(STAMP)
 
 demo: $(STAMP)  ## diagnose the bundled example log

@@ -156,7 +156,7 @@ def normalise(data: bytes) -> bytes:
             data = data.replace(b"\r\n", b"\n")
         if b"\r" not in data:
             return data
-    return _resolve_overwrites(data)
+    return resolve_overwrites(data)
 
 
 def _resolve_overwrites(data: bytes) -> bytes:
@@ -179,6 +179,13 @@ def _resolve_overwrites(data: bytes) -> bytes:
         cr = data.find(b"\r", line_end)
     pieces.append(data[start:])
     return b"".join(pieces)
+
+
+try:
+    from trainmedic_native import resolve_overwrites
+except ImportError:  # the C loops are not installed: the Python ones run
+    def resolve_overwrites(data: bytes, /) -> bytes:
+        return _resolve_overwrites(data)
 
 
 class Chunker:

@@ -1,0 +1,313 @@
+/* Loops of trainmedic's chunk scan in C, with the same answers as their Python versions, which
+ * stay the reference and run wherever this module is not installed: logs/reader.py's
+ * _resolve_overwrites, and metrics/samples.py's _named_pairs (its _PAIR regex) and _changes.
+ * Each is a plain loop over bytes or ASCII text: no Python object per byte, word or line that
+ * is not returned. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+static int append_offset(PyObject *list, Py_ssize_t offset)
+{
+    PyObject *number = PyLong_FromSsize_t(offset);
+    int failed = number == NULL || PyList_Append(list, number) < 0;
+    Py_XDECREF(number);
+    return failed ? -1 : 0;
+}
+
+/* The last index of `byte` in data[start, end), or -1. */
+static Py_ssize_t last_of(const char *data, Py_ssize_t start, Py_ssize_t end, char byte)
+{
+    while (end > start)
+        if (data[--end] == byte)
+            return end;
+    return -1;
+}
+
+static Py_ssize_t first_of(const char *data, Py_ssize_t start, Py_ssize_t size, char byte)
+{
+    const char *at = start < size ? memchr(data + start, byte, (size_t)(size - start)) : NULL;
+    return at == NULL ? -1 : at - data;
+}
+
+PyDoc_STRVAR(resolve_overwrites_doc,
+"resolve_overwrites(data) -> bytes\n\n"
+"Each line holding a carriage return as a terminal finally showed it: what follows its last\n"
+"\\r, or, where \\rs end the line, what the last of them ends.");
+
+static PyObject *resolve_overwrites(PyObject *module, PyObject *args)
+{
+    Py_buffer buffer;
+    PyObject *result;
+    char *out;
+    Py_ssize_t size, start = 0, kept = 0, cr;
+    const char *data;
+    if (!PyArg_ParseTuple(args, "y*:resolve_overwrites", &buffer))
+        return NULL;
+    data = buffer.buf;
+    size = buffer.len;
+    result = PyBytes_FromStringAndSize(NULL, size);  /* the result is never longer */
+    if (result == NULL) {
+        PyBuffer_Release(&buffer);
+        return NULL;
+    }
+    out = PyBytes_AS_STRING(result);
+#define KEEP(from, to) (memcpy(out + kept, data + (from), (size_t)((to) - (from))), \
+                        kept += (to) - (from))
+    cr = first_of(data, 0, size, '\r');
+    while (cr >= 0) {
+        Py_ssize_t line_start = last_of(data, start, cr, '\n') + 1;
+        Py_ssize_t line_end = first_of(data, cr, size, '\n');
+        Py_ssize_t last;
+        if (line_start == 0)
+            line_start = start;
+        if (line_end < 0)
+            line_end = size;
+        last = last_of(data, cr, line_end, '\r');
+        KEEP(start, line_start);
+        if (last == line_end - 1) {  /* \rs end the line: what they end is what shows */
+            Py_ssize_t text_end = line_end, text_start;
+            while (text_end > line_start && data[text_end - 1] == '\r')
+                text_end--;
+            text_start = last_of(data, line_start, text_end, '\r') + 1;
+            if (text_start == 0)
+                text_start = line_start;
+            KEEP(text_start, text_end);
+            start = line_end;
+        }
+        else
+            start = last + 1;
+        cr = first_of(data, line_end, size, '\r');
+    }
+    KEEP(start, size);
+#undef KEEP
+    PyBuffer_Release(&buffer);
+    if (kept != size)
+        _PyBytes_Resize(&result, kept);
+    return result;
+}
+
+/* ASCII classes as Python's `re` reads them in a str pattern. */
+static int is_letter(unsigned char c) { return (c | 0x20) >= 'a' && (c | 0x20) <= 'z'; }
+static int is_word(unsigned char c) { return c == '_' || is_letter(c) || (c >= '0' && c <= '9'); }
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+static int is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+static Py_ssize_t digits(const unsigned char *s, Py_ssize_t at, Py_ssize_t n)
+{
+    while (at < n && is_digit(s[at]))
+        at++;
+    return at;
+}
+
+/* The end of an exponent `[eE][-+]?\d+` at `at`, or `at` when there is none. */
+static Py_ssize_t exponent(const unsigned char *s, Py_ssize_t at, Py_ssize_t n)
+{
+    Py_ssize_t p = at;
+    if (p < n && (s[p] == 'e' || s[p] == 'E')) {
+        p++;
+        if (p < n && (s[p] == '-' || s[p] == '+'))
+            p++;
+        if (p < n && is_digit(s[p]))
+            return digits(s, p, n);
+    }
+    return at;
+}
+
+static int starts_with(const unsigned char *s, Py_ssize_t at, Py_ssize_t n, const char *word)
+{
+    size_t length = strlen(word);
+    return (size_t)(n - at) >= length && memcmp(s + at, word, length) == 0;
+}
+
+/* The end of _NUMBER at `at` followed by `(?![\w.])`, or -1. Where the longest reading is
+ * followed by a word character or a dot, every shorter one is too (it ends before a digit, a
+ * dot or an e), so the longest decides, as `re`'s backtracking does. */
+static Py_ssize_t number_end(const unsigned char *s, Py_ssize_t at, Py_ssize_t n)
+{
+    Py_ssize_t p = at, end = -1;
+    if (p < n && (s[p] == '-' || s[p] == '+'))
+        p++;
+    if (p < n && is_digit(s[p])) {
+        end = digits(s, p, n);
+        if (end < n && s[end] == '.')
+            end = digits(s, end + 1, n);
+        end = exponent(s, end, n);
+    }
+    else if (p + 1 < n && s[p] == '.' && is_digit(s[p + 1]))
+        end = exponent(s, digits(s, p + 1, n), n);
+    else if (starts_with(s, p, n, "nan") || starts_with(s, p, n, "NaN")
+             || starts_with(s, p, n, "inf") || starts_with(s, p, n, "Inf"))
+        end = p + 3;
+    else if (starts_with(s, p, n, "-inf"))  /* after a sign: `[-+]?` then the `-inf` branch */
+        end = p + 4;
+    if (end < 0 || (end < n && (is_word(s[end]) || s[end] == '.')))
+        return -1;
+    return end;
+}
+
+static const char *const PHRASES[] = {
+    "lm loss", "loss scale", "grad norm", "learning rate", "number of skipped iterations",
+};
+
+/* After a key ending at `at`: `['"]?\s{0,3}[:=]\s{0,3}` and a number. The value's start and
+ * end, or -1. */
+static Py_ssize_t value_at(const unsigned char *s, Py_ssize_t at, Py_ssize_t n,
+                           Py_ssize_t *value_start)
+{
+    int spaces;
+    if (at < n && (s[at] == '\'' || s[at] == '"'))
+        at++;
+    for (spaces = 0; spaces < 3 && at < n && is_space(s[at]); spaces++)
+        at++;
+    if (at >= n || (s[at] != ':' && s[at] != '='))
+        return -1;
+    at++;
+    for (spaces = 0; spaces < 3 && at < n && is_space(s[at]); spaces++)
+        at++;
+    *value_start = at;
+    return number_end(s, at, n);
+}
+
+/* The pair found at `i`, or -1: its key's start and end, its value's start and end. */
+static Py_ssize_t pair_at(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, Py_ssize_t *key_start,
+                          Py_ssize_t *key_end, Py_ssize_t *value_start)
+{
+    Py_ssize_t value_end = -1;
+    size_t phrase;
+    if (i > 0 && (is_word(s[i - 1]) || s[i - 1] == '.'))  /* (?<![\w.]) */
+        return -1;
+    *key_start = i + (s[i] == '\'' || s[i] == '"');
+    for (phrase = 0; phrase < sizeof PHRASES / sizeof *PHRASES && value_end < 0; phrase++)
+        if (starts_with(s, *key_start, n, PHRASES[phrase])) {
+            *key_end = *key_start + (Py_ssize_t)strlen(PHRASES[phrase]);
+            value_end = value_at(s, *key_end, n, value_start);
+        }
+    if (value_end < 0 && *key_start < n && (is_letter(s[*key_start]) || s[*key_start] == '_')) {
+        Py_ssize_t limit = *key_start + 41 < n ? *key_start + 41 : n;  /* [\w/]{0,40}+ */
+        *key_end = *key_start + 1;
+        while (*key_end < limit && (is_word(s[*key_end]) || s[*key_end] == '/'))
+            (*key_end)++;
+        value_end = value_at(s, *key_end, n, value_start);
+    }
+    return value_end;
+}
+
+/* The longest key `re` can read, lower-cased into a buffer on the stack. */
+#define KEY_MAX 64
+
+PyDoc_STRVAR(named_pairs_doc,
+"named_pairs(line, names) -> list[tuple[str, str]] | None\n\n"
+"The (name, value) of each `key: value` or `key=value` pair that `_PAIR.findall(line)` of\n"
+"metrics/samples.py reads from an ASCII line, whose lower-cased key `names` maps to a name;\n"
+"None for a line that is not ASCII.");
+
+static PyObject *named_pairs(PyObject *module, PyObject *args)
+{
+    PyObject *line, *names, *found;
+    const unsigned char *s;
+    Py_ssize_t n, i = 0;
+    if (!PyArg_ParseTuple(args, "UO!:named_pairs", &line, &PyDict_Type, &names))
+        return NULL;
+    if (!PyUnicode_IS_ASCII(line))
+        Py_RETURN_NONE;
+    s = (const unsigned char *)PyUnicode_1BYTE_DATA(line);
+    n = PyUnicode_GET_LENGTH(line);
+    found = PyList_New(0);
+    while (found != NULL && i < n) {
+        Py_ssize_t key_start = 0, key_end = 0, value_start = 0, k;
+        Py_ssize_t value_end = pair_at(s, i, n, &key_start, &key_end, &value_start);
+        char lowered[KEY_MAX];
+        PyObject *key, *name, *pair;
+        if (value_end < 0) {
+            i++;
+            continue;
+        }
+        i = value_end;
+        for (k = key_start; k < key_end; k++)
+            lowered[k - key_start] = (char)(is_letter(s[k]) ? s[k] | 0x20 : s[k]);
+        key = PyUnicode_FromStringAndSize(lowered, key_end - key_start);
+        name = key == NULL ? NULL : PyDict_GetItemWithError(names, key);  /* borrowed */
+        Py_XDECREF(key);
+        if (name == NULL) {
+            if (key == NULL || PyErr_Occurred())
+                Py_CLEAR(found);
+            continue;
+        }
+        pair = Py_BuildValue("(Os#)", name, s + value_start, value_end - value_start);
+        if (pair == NULL || PyList_Append(found, pair) < 0)
+            Py_CLEAR(found);
+        Py_XDECREF(pair);
+    }
+    return found;
+}
+
+PyDoc_STRVAR(changes_doc,
+"changes(data, positions, width) -> list[int]\n\n"
+"The indices i >= 1 of `positions` where the `width` bytes from positions[i], up to the end\n"
+"of their line, differ from those from positions[i - 1]: where a line says something new.");
+
+/* The end of what is said from `at`: `width` bytes at most, up to the line's end. */
+static Py_ssize_t said_end(const char *data, Py_ssize_t size, Py_ssize_t at, Py_ssize_t width)
+{
+    Py_ssize_t end = at + width < size ? at + width : size;
+    const char *newline = at < end ? memchr(data + at, '\n', (size_t)(end - at)) : NULL;
+    return newline == NULL ? (at < end ? end : at) : newline - data;
+}
+
+static PyObject *changes(PyObject *module, PyObject *args)
+{
+    Py_buffer buffer;
+    PyObject *sequence, *positions, *found;
+    Py_ssize_t width, count, i, before = 0, before_end = 0;
+    if (!PyArg_ParseTuple(args, "y*On:changes", &buffer, &sequence, &width))
+        return NULL;
+    positions = PySequence_Fast(sequence, "changes: positions must be a sequence");
+    if (positions == NULL) {
+        PyBuffer_Release(&buffer);
+        return NULL;
+    }
+    found = PyList_New(0);
+    count = PySequence_Fast_GET_SIZE(positions);
+    for (i = 0; found != NULL && i < count; i++) {
+        const char *data = buffer.buf;
+        Py_ssize_t at = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(positions, i)), end;
+        if (at == -1 && PyErr_Occurred()) {
+            Py_CLEAR(found);
+            break;
+        }
+        if (at < 0 || at > buffer.len) {
+            PyErr_SetString(PyExc_ValueError, "a position outside the data");
+            Py_CLEAR(found);
+            break;
+        }
+        end = said_end(data, buffer.len, at, width);
+        if (i > 0 && (end - at != before_end - before
+                      || memcmp(data + at, data + before, (size_t)(end - at)) != 0)
+                && append_offset(found, i) < 0)
+            Py_CLEAR(found);
+        before = at;
+        before_end = end;
+    }
+    Py_DECREF(positions);
+    PyBuffer_Release(&buffer);
+    return found;
+}
+
+static PyMethodDef methods[] = {
+    {"resolve_overwrites", resolve_overwrites, METH_VARARGS, resolve_overwrites_doc},
+    {"named_pairs", named_pairs, METH_VARARGS, named_pairs_doc},
+    {"changes", changes, METH_VARARGS, changes_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "trainmedic_native",
+    "trainmedic's per-chunk loops in C; see the functions' Python versions in trainmedic.",
+    -1, methods,
+};
+
+PyMODINIT_FUNC PyInit_trainmedic_native(void) { return PyModule_Create(&module); }
