@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from shared_files import CORPUS, need
 
-from trainmedic.logs.reader import _resolve_overwrites
+from trainmedic.logs.reader import _newlines, _resolve_overwrites
 from trainmedic.metrics import samples
 from trainmedic.metrics.samples import _KEYS, _changes, _named_pairs
 
@@ -89,6 +89,18 @@ def test_every_line_of_the_corpus_is_read_alike() -> None:
 def test_overwrites_are_resolved_alike(pieces: list[bytes]) -> None:
     data = b"".join(pieces)
     assert native().resolve_overwrites(data) == _resolve_overwrites(data)
+
+
+@given(st.lists(st.sampled_from([b"\n", b"x", b"loss=1.0 step 12 " * 3, b"\n\n\n", b"y" * 300]),
+                max_size=300), st.integers(-600, 6000), st.integers(-600, 6000))
+def test_newlines_are_counted_alike_in_any_span(pieces: list[bytes], start: int,
+                                                end: int) -> None:
+    """Spans of any density and length (blocks of 255 bytes and what is left), the ends
+    clipped as a slice's are."""
+    data = b"".join(pieces)
+    assert native().newlines(data, start, end) == data.count(b"\n", start, end)
+    if 0 <= start <= end:
+        assert _newlines(data, start, end) == data.count(b"\n", start, end)
 
 
 SCALE_PIECES = [b"loss scale: ", b"65536.0", b"32768.0", b" | ", b"\n", b"[rank3]: ", b"x",

@@ -297,10 +297,38 @@ static PyObject *changes(PyObject *module, PyObject *args)
     return found;
 }
 
+PyDoc_STRVAR(newlines_doc,
+"newlines(data, start, end) -> int\n\n"
+"How many newlines data[start:end] holds (start and end clipped as a slice's are).");
+
+/* A loop the compiler turns into vector compares: several times quicker than bytes.count. */
+static PyObject *newlines(PyObject *module, PyObject *args)
+{
+    Py_buffer buffer;
+    Py_ssize_t start, end, count = 0, i;
+    const unsigned char *data;
+    if (!PyArg_ParseTuple(args, "y*nn:newlines", &buffer, &start, &end))
+        return NULL;
+    PySlice_AdjustIndices(buffer.len, &start, &end, 1);
+    data = buffer.buf;
+    for (i = start; i + 255 <= end; i += 255) {  /* a byte counts 255 at most: no widening */
+        unsigned char block = 0;
+        Py_ssize_t j;
+        for (j = 0; j < 255; j++)
+            block += data[i + j] == '\n';
+        count += block;
+    }
+    for (; i < end; i++)
+        count += data[i] == '\n';
+    PyBuffer_Release(&buffer);
+    return PyLong_FromSsize_t(count);
+}
+
 static PyMethodDef methods[] = {
     {"resolve_overwrites", resolve_overwrites, METH_VARARGS, resolve_overwrites_doc},
     {"named_pairs", named_pairs, METH_VARARGS, named_pairs_doc},
     {"changes", changes, METH_VARARGS, changes_doc},
+    {"newlines", newlines, METH_VARARGS, newlines_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -85,7 +85,7 @@ class Chunk:
         return [decoded(line) for line in self.data[:-1].split(b"\n")] if self.data else []
 
 
-def newlines(data: bytes, start: int, end: int) -> int:
+def _newlines(data: bytes, start: int, end: int) -> int:
     """How many newlines `data[start:end]` holds.
 
     `bytes.count` looks at every byte; deleting the newlines finds each with `memchr` and
@@ -95,6 +95,13 @@ def newlines(data: bytes, start: int, end: int) -> int:
         return data.count(b"\n", start, end)
     piece = data[start:end]
     return len(piece) - len(piece.replace(b"\n", b""))
+
+
+try:
+    from trainmedic_native import newlines
+except ImportError:  # the C loops are not installed: the Python ones run
+    def newlines(data: bytes, start: int, end: int, /) -> int:
+        return _newlines(data, start, end)
 
 
 class LineCounter:
