@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 NATIVE := server/native
 
 # The C scan loops (trainmedic-native, which the fast extra names) are built here from source.
-$(STAMP): pyproject.toml $(NATIVE)/pyproject.toml $(NATIVE)/trainmedic_native.c
+$(STAMP): pyproject.toml $(NATIVE)/pyproject.toml $(NATIVE)/setup.py $(NATIVE)/trainmedic_native.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet ./$(NATIVE) -e '.[dev,probe,fast,mcp]'
