@@ -2,10 +2,10 @@
 
 Records are NamedTuples, not dataclasses: a dataclass compiles its methods from source when
 its class is made, about 1 ms each, and the forty on a diagnosis's path took a third of a
-200-line diagnosis's start. State that changes is a plain class with slots.
+200-line diagnosis's start. State that changes is a plain class with slots. The annotations
+here are evaluated, not kept as text (no `from __future__ import annotations`): a NamedTuple
+compiles each field's annotation that is text.
 """
-
-from __future__ import annotations
 
 from enum import Enum
 from typing import NamedTuple
@@ -41,7 +41,7 @@ class Traceback(NamedTuple):
     exception: str
     message: str
     frames: tuple[str, ...]
-    cause: Traceback | None = None
+    cause: "Traceback | None" = None
 
 
 class Event(NamedTuple):

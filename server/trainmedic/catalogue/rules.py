@@ -2,10 +2,9 @@
 
 `catalogue.load` builds it from the bundled compiled JSON or from validated YAML packs. A
 fingerprint or detector that pins down one cause of its rule may carry that cause's own fix
-(and verification); `Rule.advice` picks it when that part is what matched.
+(and verification); `Rule.advice` picks it when that part is what matched. Its annotations are
+evaluated, as in `model`, for the records' sake.
 """
-
-from __future__ import annotations
 
 import operator
 import re
@@ -51,7 +50,7 @@ class Condition(NamedTuple):
     right: str
 
     @classmethod
-    def parse(cls, text: str) -> Condition:
+    def parse(cls, text: str) -> "Condition":
         match = _WHERE.match(text.strip())
         if not match:
             raise ValueError(f"not a comparison: {text!r}")
@@ -182,7 +181,7 @@ class Rule(NamedTuple):
     source: str = ""
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "") -> Rule:
+    def from_dict(cls, data: Mapping[str, Any], source: str = "") -> "Rule":
         return cls(
             id=data["id"],
             title=data["title"],
@@ -258,7 +257,7 @@ class Catalogue:
     def get(self, rule_id: str) -> Rule | None:
         return self.by_id.get(rule_id)
 
-    def merged(self, other: Catalogue) -> Catalogue:
+    def merged(self, other: "Catalogue") -> "Catalogue":
         """This catalogue with `other`'s rules added, replacing rules of the same id."""
         rules = dict(self.by_id)
         rules.update(other.by_id)
