@@ -4,7 +4,6 @@ literals, line shapes, where a match can start) let it run, exactly as a plain s
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 import pytest
 
@@ -17,8 +16,8 @@ TEMPLATE = bundled().rules[0]
 
 
 def _matcher(pattern: str, ignore_case: bool = False) -> Matcher:
-    rule = replace(TEMPLATE, id="probe", metric_patterns=(),
-                   fingerprints=(Fingerprint("probe", pattern, 1.0, ignore_case),))
+    rule = TEMPLATE._replace(id="probe", metric_patterns=(),
+                             fingerprints=(Fingerprint("probe", pattern, 1.0, ignore_case),))
     return Matcher(Catalogue((rule,)))
 
 

@@ -1,31 +1,17 @@
-"""The frozen data passed between the stages: lines, events, findings, diagnosis."""
+"""The frozen data passed between the stages: lines, events, findings, diagnosis.
 
-from __future__ import annotations
+Records are NamedTuples, not dataclasses: a dataclass compiles its methods from source when
+its class is made, about 1 ms each, and the forty on a diagnosis's path took a third of a
+200-line diagnosis's start. State that changes is a plain class with slots. The annotations
+here are evaluated, not kept as text (no `from __future__ import annotations`): a NamedTuple
+compiles each field's annotation that is text.
+"""
 
-from dataclasses import dataclass, field, fields
 from enum import Enum
-from operator import attrgetter
-from typing import Any, TypeVar
-
-_Slotted = TypeVar("_Slotted", bound=type[Any])
+from typing import NamedTuple
 
 
-def pickled_by_fields(cls: _Slotted) -> _Slotted:
-    """Pickle a slotted dataclass as the arguments of its constructor. Workers hand thousands
-    of lines and samples over per chunk, and the state functions a slotted dataclass gets by
-    default look its fields up again for every object: three times slower."""
-    values = attrgetter(*(f.name for f in fields(cls)))
-
-    def reduce(self: Any) -> tuple[type[Any], tuple[Any, ...]]:
-        return cls, values(self)
-
-    cls.__reduce__ = reduce  # type: ignore[assignment]  # a method, set on the class
-    return cls
-
-
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):
     """One line of a log as an editor numbers it (1-based, split on newlines only)."""
 
     path: str
@@ -35,9 +21,7 @@ class Line:
     timestamp: float | None = None
 
 
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
     """A fingerprint that matched a line, with its named groups."""
 
     rule_id: str
@@ -48,8 +32,7 @@ class Hit:
         return dict(self.groups).get(name)
 
 
-@dataclass(frozen=True)
-class Traceback:
+class Traceback(NamedTuple):
     """A Python traceback recognised as one unit; `cause` is the exception it chained from."""
 
     rank: int | None
@@ -58,11 +41,10 @@ class Traceback:
     exception: str
     message: str
     frames: tuple[str, ...]
-    cause: Traceback | None = None
+    cause: "Traceback | None" = None
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(NamedTuple):
     """A line that matters, with what it matched."""
 
     line: Line
@@ -75,8 +57,7 @@ class Role(str, Enum):
     COLLATERAL = "collateral"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """A rule whose evidence holds on one rank (or on the whole log when the rank is unknown)."""
 
     rule_id: str
@@ -126,15 +107,13 @@ class Basis(str, Enum):
     UNDETERMINED = "undetermined"
 
 
-@dataclass(frozen=True)
-class RankReport:
+class RankReport(NamedTuple):
     status: RankStatus
     first_failure: Line | None = None
     rule_id: str | None = None
 
 
-@dataclass(frozen=True)
-class Anomaly:
+class Anomaly(NamedTuple):
     """Where a detector fired: the line, and the x (step, else line number) it marks."""
 
     detector: str
@@ -143,8 +122,7 @@ class Anomaly:
     means: str = ""  # what the detector saw, with its parameters filled in
 
 
-@dataclass(frozen=True)
-class Plot:
+class Plot(NamedTuple):
     """One metric of one rank, thinned to a plot's size, with the anomalies marked on it."""
 
     metric: str
@@ -155,8 +133,7 @@ class Plot:
     other_ranks: tuple[tuple[int, tuple[tuple[float, float | None], ...]], ...] = ()
 
 
-@dataclass(frozen=True)
-class Unexplained:
+class Unexplained(NamedTuple):
     """A failure no rule explains: an exception that ended a rank's run, or a worker's exit."""
 
     exception: str  # the exception's name, or how the worker ended ("exit code 1", "SIGKILL")
@@ -165,13 +142,12 @@ class Unexplained:
     line: Line  # the exception line, or the launcher's report of the exit
 
 
-@dataclass(frozen=True)
-class Diagnosis:
+class Diagnosis(NamedTuple):
     """Ordered findings (most likely root cause first), the initiating rank, each rank's state."""
 
     findings: tuple[Finding, ...]
     initiating_rank: int | None
-    ranks: dict[int, RankReport] = field(default_factory=dict)  # first failure first
+    ranks: dict[int, RankReport]  # first failure first
     reason: str = ""
     initiating_basis: Basis = Basis.UNDETERMINED
     initiating_host: str | None = None  # where the initiating rank ran, when the input says

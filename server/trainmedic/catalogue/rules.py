@@ -2,17 +2,15 @@
 
 `catalogue.load` builds it from the bundled compiled JSON or from validated YAML packs. A
 fingerprint or detector that pins down one cause of its rule may carry that cause's own fix
-(and verification); `Rule.advice` picks it when that part is what matched.
+(and verification); `Rule.advice` picks it when that part is what matched. Its annotations are
+evaluated, as in `model`, for the records' sake.
 """
-
-from __future__ import annotations
 
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+from functools import cache
+from typing import Any, NamedTuple
 
 from trainmedic.model import Role
 
@@ -44,8 +42,7 @@ def quantity(text: str) -> float | None:
     return float(match.group(1)) * _UNIT.get(match.group(2) or "B", 1)
 
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(NamedTuple):
     """`left op right` over a fingerprint's named groups (or a number on the right)."""
 
     left: str
@@ -53,37 +50,37 @@ class Condition:
     right: str
 
     @classmethod
-    def parse(cls, text: str) -> Condition:
+    def parse(cls, text: str) -> "Condition":
         match = _WHERE.match(text.strip())
         if not match:
             raise ValueError(f"not a comparison: {text!r}")
         return cls(*match.groups())
 
-    @cached_property
+    @property
     def names(self) -> tuple[str, ...]:
-        return (self.left,) + ((self.right,) if self.right[0].isalpha() or self.right[0] == "_"
-                               else ())
-
-    @cached_property
-    def _number(self) -> float | None:
-        """The right side when it is a number: read once, not again on every line."""
-        return None if len(self.names) > 1 else quantity(self.right)
+        return (self.left,) + ((self.right,) if _is_name(self.right) else ())
 
     def holds(self, groups: Mapping[str, str | None]) -> bool:
         left = groups.get(self.left)
         a = quantity(left) if left else None
         if a is None:
             return False
-        if len(self.names) > 1:
+        if _is_name(self.right):
             right = groups.get(self.right)
             b = quantity(right) if right else None
         else:
-            b = self._number
+            b = _number(self.right)
         return b is not None and _OPERATORS[self.op](a, b)
 
 
-@dataclass(frozen=True)
-class Advice:
+def _is_name(side: str) -> bool:
+    return side[0].isalpha() or side[0] == "_"
+
+
+_number = cache(quantity)  # a condition's number, read once, not again on every line
+
+
+class Advice(NamedTuple):
     """What to change, and the command that proves the change on the user's machine."""
 
     fix: str
@@ -99,8 +96,7 @@ def _own_advice(part: Mapping[str, Any], rule: Mapping[str, Any]) -> Advice | No
     return Advice(part["fix"].strip(), verify["command"], verify["explains"].strip())
 
 
-@dataclass(frozen=True)
-class Fingerprint:
+class Fingerprint(NamedTuple):
     name: str
     pattern: str
     weight: float
@@ -109,13 +105,18 @@ class Fingerprint:
     where: Condition | None = None
     advice: Advice | None = None  # when this line pins down one cause of the rule
 
-    @cached_property
+    @property
     def regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, re.MULTILINE | (re.IGNORECASE if self.ignore_case else 0))
+        return _regex(self.pattern, self.ignore_case)
 
 
-@dataclass(frozen=True)
-class DetectorRef:
+@cache
+def _regex(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+    """A fingerprint's pattern compiled once: re's own cache holds fewer than a catalogue's."""
+    return re.compile(pattern, re.MULTILINE | (re.IGNORECASE if ignore_case else 0))
+
+
+class DetectorRef(NamedTuple):
     """A numeric detector counted as evidence, like a fingerprint with this weight."""
 
     name: str
@@ -134,8 +135,7 @@ ATTRIBUTIONS = {
 }
 
 
-@dataclass(frozen=True)
-class AttributionRef:
+class AttributionRef(NamedTuple):
     """The rule also fires from a result of the rank attribution, `when` (one of ATTRIBUTIONS),
     with this weight as its confidence."""
 
@@ -143,20 +143,17 @@ class AttributionRef:
     weight: float
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(NamedTuple):
     text: str
     source: str
 
 
-@dataclass(frozen=True)
-class Reference:
+class Reference(NamedTuple):
     title: str
     url: str
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     id: str
     title: str
     category: str
@@ -184,7 +181,7 @@ class Rule:
     source: str = ""
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "") -> Rule:
+    def from_dict(cls, data: Mapping[str, Any], source: str = "") -> "Rule":
         return cls(
             id=data["id"],
             title=data["title"],
@@ -248,19 +245,19 @@ class Rule:
         return Advice(self.fix, self.verify_command, self.verify_explains)
 
 
-@dataclass(frozen=True)
 class Catalogue:
-    rules: tuple[Rule, ...]
-    sources: tuple[str, ...] = field(default=())
+    """The rules, and the rules by id (built once, here: every stage looks rules up by id)."""
 
-    @cached_property
-    def by_id(self) -> dict[str, Rule]:
-        return {rule.id: rule for rule in self.rules}
+    __slots__ = ("by_id", "rules", "sources")
+
+    def __init__(self, rules: tuple[Rule, ...], sources: tuple[str, ...] = ()) -> None:
+        self.rules, self.sources = rules, sources
+        self.by_id = {rule.id: rule for rule in rules}
 
     def get(self, rule_id: str) -> Rule | None:
         return self.by_id.get(rule_id)
 
-    def merged(self, other: Catalogue) -> Catalogue:
+    def merged(self, other: "Catalogue") -> "Catalogue":
         """This catalogue with `other`'s rules added, replacing rules of the same id."""
         rules = dict(self.by_id)
         rules.update(other.by_id)

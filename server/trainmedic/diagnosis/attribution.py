@@ -19,9 +19,8 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from functools import cache, cmp_to_key
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from trainmedic.logs.launcher import CODE_SIGNALS, SIGTERM, LauncherReport, WorkerExit
 from trainmedic.logs.prefixes import host_prefix, local_only_rank, rank_of_path
@@ -74,8 +73,7 @@ def before(a: Line, b: Line, order: Mapping[str, int]) -> bool:
     return _compare(a, b, order) < 0
 
 
-@dataclass(frozen=True)
-class Attribution:
+class Attribution(NamedTuple):
     rank: int | None
     ranks: dict[int, RankReport]
     reason: str
@@ -169,8 +167,7 @@ def _alike(top: Finding, failing: Iterable[int], order: Mapping[str, int]) -> bo
     return max(known) - min(known) <= SIMULTANEOUS_SECONDS
 
 
-@dataclass(frozen=True)
-class _Choice:
+class _Choice(NamedTuple):
     rank: int | None
     basis: Basis
     reason: str
@@ -411,7 +408,7 @@ def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
     findings = [f for f in findings if f.rule_id not in LAUNCHER_SUMMARIES]
     # A failure its ranks trained on after did not end the run: when another root cause did,
     # the attribution reads only the failures the run ended with, on the ranks it ended.
-    ended = [replace(f, first_by_rank=tuple((r, line) for r, line in f.first_by_rank
+    ended = [f._replace(first_by_rank=tuple((r, line) for r, line in f.first_by_rank
                                             if r not in f.ranks_went_on))
              for f in findings if not f.went_on]
     if any(f.role is Role.ROOT for f in ended):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from functools import cache
 from typing import BinaryIO
 
@@ -47,30 +46,34 @@ NEAR_CERTAIN = 0.95
 OUTRANK_MARGIN = 0.1
 
 
-@dataclass
 class _RuleEvidence:
-    counts: Counter[str] = field(default_factory=Counter)
-    lines: dict[str, list[Line]] = field(default_factory=dict)
-    first_by_rank: dict[int, Line] = field(default_factory=dict)
-    # Each line rank's latest line (keyed as metric lines are: by the line's own rank).
-    last_by_rank: dict[int | None, Line] = field(default_factory=dict)
+    __slots__ = ("counts", "first_by_rank", "last_by_rank", "lines")
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.lines: dict[str, list[Line]] = {}
+        self.first_by_rank: dict[int, Line] = {}
+        # Each line rank's latest line (keyed as metric lines are: by the line's own rank).
+        self.last_by_rank: dict[int | None, Line] = {}
 
 
-@dataclass
 class Evidence:
     """What a whole input said, accumulated in bounded memory."""
 
-    rules: dict[str, _RuleEvidence] = field(default_factory=dict)
-    raised: list[Raised] = field(default_factory=list)
-    recent: deque[Raised] = field(default_factory=lambda: deque(maxlen=TRACEBACKS_RECENT))
-    ranks_seen: set[int] = field(default_factory=set)
-    paths: list[str] = field(default_factory=list)
-    launcher: list[tuple[Line, Hit]] = field(default_factory=list)
-    repeated: set[tuple[str, tuple[tuple[str, str], ...], int | None]] = field(
-        default_factory=set)
-    metrics: MetricSeries = field(default_factory=lambda: MetricSeries.for_keys(()))
-    line_counts: dict[str, int] = field(default_factory=dict)
-    last_sample: dict[str, dict[int | None, int]] = field(default_factory=dict)
+    __slots__ = ("last_sample", "launcher", "line_counts", "metrics", "paths", "raised",
+                 "ranks_seen", "recent", "repeated", "rules")
+
+    def __init__(self, metrics: MetricSeries) -> None:
+        self.rules: dict[str, _RuleEvidence] = {}
+        self.raised: list[Raised] = []
+        self.recent: deque[Raised] = deque(maxlen=TRACEBACKS_RECENT)
+        self.ranks_seen: set[int] = set()
+        self.paths: list[str] = []
+        self.launcher: list[tuple[Line, Hit]] = []
+        self.repeated: set[tuple[str, tuple[tuple[str, str], ...], int | None]] = set()
+        self.metrics = metrics
+        self.line_counts: dict[str, int] = {}
+        self.last_sample: dict[str, dict[int | None, int]] = {}
 
     @property
     def tracebacks(self) -> list[Traceback]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from trainmedic.diagnosis.attribution import before, chronological, in_time_order
 from trainmedic.logs.launcher import SIGTERM, LauncherReport, WorkerExit
@@ -47,8 +47,7 @@ SIGNALS = {1: "SIGHUP", 2: "SIGINT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: 
            9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 15: "SIGTERM"}
 
 
-@dataclass(frozen=True)
-class Raised:
+class Raised(NamedTuple):
     """A traceback as the log showed it: its exception line, and the rules that matched it."""
 
     traceback: Traceback
@@ -56,8 +55,7 @@ class Raised:
     rules: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
-class Afterwards:
+class Afterwards(NamedTuple):
     """What each file printed after a point: its length, and its last metric line per rank."""
 
     lines: Mapping[str, int]

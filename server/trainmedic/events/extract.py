@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator
-from dataclasses import replace
 
 from trainmedic.events.scan import ChunkScan
 from trainmedic.logs.prefixes import parse_rank, rank_of_path, relayed_rank
@@ -101,5 +100,5 @@ class EventExtractor:
                         stamp if stamp is not None else file_time)
             traceback = block[1] if block else None
             if traceback is not None and traceback.rank is None and rank is not None:
-                traceback = replace(traceback, rank=rank)
+                traceback = traceback._replace(rank=rank)
             yield Event(line, found, traceback)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from functools import cached_property
+from typing import NamedTuple
 
 from trainmedic.logs.formats import Source
 from trainmedic.logs.prefixes import census
@@ -36,43 +35,44 @@ from trainmedic.model import Hit, Line
 CENSUS_SPAN = 1 << 15
 
 
-@dataclass(frozen=True)
-class SourceStart:
+class SourceStart(NamedTuple):
     """A source begins (in the order sources are read): the scans after it are its own."""
 
     path: str
     timestamp: float | None = None  # what the source's format says of all its lines' time
 
 
-@dataclass(frozen=True)
 class ChunkScan:
     """What one chunk holds for the diagnosis; line numbers count from its first line, 0."""
 
-    path: str
-    index: int  # the chunk's index in its source
-    size: int  # the bytes the chunk was read from
-    lines: int
-    ranks: frozenset[int]
-    hits: tuple[tuple[Line, tuple[Hit, ...]], ...]
-    samples: tuple[tuple[Sample, Line], ...]
-    block_starts: tuple[int, ...]  # lines that open a traceback or chain one to the next
-    # The first MAX_BLOCK_LINES lines, for a traceback open from the chunk before; None when
-    # they were left in the file (a worker's scan): few chunks continue a traceback, so
-    # reading them again then costs far less than handing every chunk's head over.
-    head: bytes | None
-    block_lines: dict[int, str]  # the lines after the head a traceback may run through
+    __slots__ = ("_head_lines", "block_lines", "block_starts", "head", "hits", "index", "lines",
+                 "path", "ranks", "samples", "size")
 
-    @cached_property
-    def _head_lines(self) -> list[str]:
-        head = self.head
-        if head is None:
-            chunk = next(read_part(self.path, self.index, self.index + 1), None)
-            head = chunk.data[:_head_end(chunk.data)] if chunk is not None else b""
-        return decoded(head).split("\n")
+    def __init__(self, path: str, index: int, size: int, lines: int, ranks: frozenset[int],
+                 hits: tuple[tuple[Line, tuple[Hit, ...]], ...],
+                 samples: tuple[tuple[Sample, Line], ...], block_starts: tuple[int, ...],
+                 head: bytes | None, block_lines: dict[int, str]) -> None:
+        self.path = path
+        self.index = index  # the chunk's index in its source
+        self.size = size  # the bytes the chunk was read from
+        self.lines, self.ranks, self.hits, self.samples = lines, ranks, hits, samples
+        self.block_starts = block_starts  # lines that open a traceback or chain one to the next
+        # The first MAX_BLOCK_LINES lines, for a traceback open from the chunk before; None
+        # when they were left in the file (a worker's scan): few chunks continue a traceback,
+        # so reading them again then costs far less than handing every chunk's head over.
+        self.head = head
+        self.block_lines = block_lines  # the lines after the head a traceback may run through
+        self._head_lines: list[str] | None = None  # the head's, split when first asked for
 
     def block_line(self, number: int) -> str:
         """Line `number` of the chunk, one a traceback may run through (cut as a Line keeps it)."""
         if number < MAX_BLOCK_LINES:
+            if self._head_lines is None:
+                head = self.head
+                if head is None:
+                    chunk = next(read_part(self.path, self.index, self.index + 1), None)
+                    head = chunk.data[:_head_end(chunk.data)] if chunk is not None else b""
+                self._head_lines = decoded(head).split("\n")
             lines = self._head_lines
             return capped(lines[number]) if number < len(lines) else ""  # the file shrank
         return self.block_lines[number]

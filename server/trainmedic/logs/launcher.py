@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from typing import NamedTuple
 
 from trainmedic.model import Hit, Line
 
@@ -92,8 +92,7 @@ _RANGE = re.compile(r"(\d{1,6})(?:-(\d{1,6}))?")
 _FIRST_PROCESS_SPAN = 6  # facts after "The first process to do so was:" that belong to it
 
 
-@dataclass(frozen=True)
-class WorkerExit:
+class WorkerExit(NamedTuple):
     """One worker's end as a launcher reported it; `signal` is set when a signal killed it,
     `terminated` when the launcher itself ended it after another worker had failed."""
 
@@ -110,8 +109,7 @@ class WorkerExit:
     time: float | None = None  # when it failed (torchelastic's summary: whole seconds)
 
 
-@dataclass(frozen=True)
-class LauncherReport:
+class LauncherReport(NamedTuple):
     exits: tuple[WorkerExit, ...]
     terminated_pids: frozenset[int]
     world_size: int | None
@@ -357,7 +355,7 @@ class _Reader:
     def _with_global_rank(self, exit_: WorkerExit) -> WorkerExit:
         """An agent's "failed ... local_rank: N" line, with the global rank its summary gives."""
         rank = self.summary_ranks.get(exit_.pid) if exit_.pid is not None else None
-        return exit_ if rank is None else replace(exit_, rank=rank)
+        return exit_ if rank is None else exit_._replace(rank=rank)
 
 
 

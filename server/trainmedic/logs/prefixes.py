@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Prefix:
+class Prefix(NamedTuple):
     """A launcher's line prefix: `pattern` matches it at the start of a line (or right after an
     outer prefix) with the rank as its one group; `example` is a real line it must read. A
     pattern that only looks ahead reads the rank and leaves the text whole (sglang's rank sits
@@ -69,8 +68,7 @@ PREFIXES = (
 )
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
     """What a collecting tool puts before each line it hands on; `example` is a line in the
     tool's shape with torch's `[rank3]: ` behind the frame, which the tests read."""
 
@@ -221,8 +219,7 @@ def census(text: str) -> set[int]:
     return set(map(int, found))
 
 
-@dataclass(frozen=True)
-class Relay:
+class Relay(NamedTuple):
     """A launcher's line that hands on another process's error (`pattern` found anywhere in
     the line, the rank its one group); `example` is a real line it must read."""
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from functools import cached_property
 from typing import BinaryIO
 
 from trainmedic.model import Line
@@ -56,21 +54,25 @@ def byte_offsets(text: str, offsets: Iterable[int]) -> dict[int, int]:
     return found
 
 
-@dataclass(frozen=True)
 class Chunk:
     """Whole normalised lines of one source: those that start in bytes
     `[index, index + 1) * CHUNK_BYTES`. Offsets into a chunk count its bytes."""
 
-    path: str
-    data: bytes
-    index: int
-    size: int  # the bytes it was read from
+    __slots__ = ("_text", "data", "index", "path", "size")
 
-    @cached_property
+    def __init__(self, path: str, data: bytes, index: int, size: int) -> None:
+        self.path, self.data, self.index = path, data, index
+        self.size = size  # the bytes it was read from
+        self._text: str | None = None
+
+    @property
     def text(self) -> str:
         """The chunk as a text matcher reads it: bytes that are not UTF-8 become surrogate
-        escapes, so that each character's bytes are known (`byte_offsets`)."""
-        return self.data.decode("utf-8", "surrogateescape")
+        escapes, so that each character's bytes are known (`byte_offsets`). Decoded when
+        first asked for."""
+        if self._text is None:
+            self._text = self.data.decode("utf-8", "surrogateescape")
+        return self._text
 
     def line(self, offset: int) -> str:
         """The text of the line around byte `offset`."""

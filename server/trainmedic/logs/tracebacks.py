@@ -9,7 +9,6 @@ block is open from there, and it counts only if it shows a frame.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from trainmedic.model import Line, Traceback
 
@@ -29,13 +28,15 @@ MAX_BLOCK_LINES = 500
 HEADLESS_SPAN = 50
 
 
-@dataclass
 class _Open:
-    first_line: int
-    frames: list[str] = field(default_factory=list)
-    cause: Traceback | None = None
-    seen: int = 0
-    headless: bool = False  # opened below a header that is not in the text
+    __slots__ = ("cause", "first_line", "frames", "headless", "seen")
+
+    def __init__(self, first_line: int, cause: Traceback | None = None,
+                 headless: bool = False) -> None:
+        self.first_line, self.cause = first_line, cause
+        self.frames: list[str] = []
+        self.seen = 0
+        self.headless = headless  # opened below a header that is not in the text
 
 
 class TracebackAssembler:

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
-from functools import cached_property, partial
+from functools import cache, cached_property, partial
 from typing import NamedTuple
 
 from trainmedic.catalogue.regex_safety import matches_with_digits_zeroed, required_literals
@@ -63,23 +62,28 @@ def folded(text: str) -> str:
     return text.lower()
 
 
-@dataclass(frozen=True)
-class _Literal:
-    """A string every match of some pattern may contain; in any case when `caseless`."""
+class _Literal(NamedTuple):
+    """A string every match of some pattern may contain; in any case when `caseless`;
+    `shape`: how it appears in line shapes (digits made 0, folded when caseless)."""
 
     text: str
     caseless: bool
+    shape: str
 
-    @cached_property
-    def shape(self) -> str:
-        """How it appears in line shapes (digits made 0, folded when caseless)."""
-        shape = self.text.translate(_ZERO_CHARS)
-        return folded(shape) if self.caseless else shape
-
-    @cached_property
+    @property
     def cases(self) -> re.Pattern[str]:
         """Its occurrences in any case, overlapping ones too, each as it is written."""
-        return re.compile(f"(?=({re.escape(self.text)}))", re.IGNORECASE)
+        return _cases(self.text)
+
+
+def _literal(text: str, caseless: bool) -> _Literal:
+    shape = text.translate(_ZERO_CHARS)
+    return _Literal(text, caseless, folded(shape) if caseless else shape)
+
+
+@cache
+def _cases(text: str) -> re.Pattern[str]:
+    return re.compile(f"(?=({re.escape(text)}))", re.IGNORECASE)
 
 
 MAX_STARTS = 8  # a pattern that can start more places before its literal is searched for
@@ -111,6 +115,7 @@ class _Prefilter(NamedTuple):
     by_shape: bool
 
 
+@cache  # a pattern's, worked out when first scanned for and then kept
 def _prefilter(pattern: str, ignore_case: bool) -> _Prefilter | None:
     """None when no required literal is known (a caseless one must be ASCII: Unicode case
     folding is more than lower-casing)."""
@@ -118,7 +123,7 @@ def _prefilter(pattern: str, ignore_case: bool) -> _Prefilter | None:
                if not found.caseless or all(map(str.isascii, found.texts))]
     if not options:
         return None
-    literals = [tuple(_Literal(text, found.caseless) for text in found.texts)
+    literals = [tuple(_literal(text, found.caseless) for text in found.texts)
                 for found in options]
     placed = min(range(len(options)),
                  key=lambda i: options[i].before[1] - options[i].before[0])
@@ -314,12 +319,11 @@ class _Chunk(_Shapes):
                 yield start, line
 
 
-@dataclass(frozen=True)
-class _Pattern:
+class _Pattern(NamedTuple):
     rule_id: str
     fingerprint: Fingerprint
 
-    @cached_property
+    @property
     def prefilter(self) -> _Prefilter | None:
         return _prefilter(self.fingerprint.pattern, self.fingerprint.ignore_case)
 
@@ -406,7 +410,7 @@ class Matcher:
         launcher = ((LAUNCHER, Fingerprint(name, pattern, 1.0)) for name, pattern in PATTERNS)
         rules = ((rule.id, fp) for rule in catalogue.rules for fp in rule.fingerprints)
         if caseless:
-            rules = ((rule_id, replace(fp, ignore_case=True)) for rule_id, fp in rules)
+            rules = ((rule_id, fp._replace(ignore_case=True)) for rule_id, fp in rules)
         self.patterns = tuple(_Pattern(rule_id, fp) for rule_id, fp in (*rules, *launcher))
 
     @cached_property

@@ -13,12 +13,11 @@ import math
 import re
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import AnyStr
+from typing import AnyStr, NamedTuple
 
 from trainmedic.logs.prefixes import parse_rank
 from trainmedic.logs.reader import MAX_LINE_CHARS, Chunk, LineCounter, decoded
-from trainmedic.model import Line, pickled_by_fields
+from trainmedic.model import Line
 
 METRICS = ("loss", "loss_scale", "grad_norm", "lr")
 
@@ -100,9 +99,7 @@ _KEYS = {
 }
 
 
-@pickled_by_fields
-@dataclass(frozen=True, slots=True)
-class Sample:
+class Sample(NamedTuple):
     """One line's metric values; `overflow` marks a step skipped for inf/NaN gradients;
     `repeats` counts the scale lines after it that said the same and were not read."""
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
 
 from trainmedic.metrics.detectors.base import Detector
 from trainmedic.metrics.detectors.registry import DETECTORS, detector_params
@@ -28,12 +26,14 @@ def detector_key(name: str, params: Mapping[str, float] | None = None) -> Detect
     return name, tuple(sorted(detector_params(name, params).items()))
 
 
-@dataclass
 class _Series:
-    rank: int | None
-    points: list[tuple[float, float]] = field(default_factory=list)
-    stride: int = 1
-    seen: int = 0
+    __slots__ = ("points", "rank", "seen", "stride")
+
+    def __init__(self, rank: int | None) -> None:
+        self.rank = rank
+        self.points: list[tuple[float, float]] = []
+        self.stride = 1
+        self.seen = 0
 
     def add(self, x: float, value: float) -> None:
         self.seen += 1
@@ -45,18 +45,23 @@ class _Series:
             self.stride *= 2
 
 
-@dataclass
 class MetricSeries:
     """Feeds every sample to the configured detectors of its rank and to the plot series."""
 
-    keys: tuple[DetectorKey, ...]
-    detectors_of: dict[int | None, list[Detector]] = field(default_factory=dict)  # keys' order
-    series: dict[tuple[str, int | None], _Series] = field(default_factory=dict)
-    plotted_ranks: set[int | None] = field(default_factory=set)
-    # which detectors (by key) read a sample of these metrics: the same few sets recur
-    _reading: dict[tuple[str, ...], list[int]] = field(default_factory=dict)
-    ranks: set[int] = field(default_factory=set)
-    samples: int = 0
+    __slots__ = ("_params", "_reading", "detectors_of", "keys", "plotted_ranks", "ranks",
+                 "samples", "series")
+
+    def __init__(self, keys: tuple[DetectorKey, ...]) -> None:
+        self.keys = keys
+        self.detectors_of: dict[int | None, list[Detector]] = {}  # in the keys' order
+        self.series: dict[tuple[str, int | None], _Series] = {}
+        self.plotted_ranks: set[int | None] = set()
+        # which detectors (by key) read a sample of these metrics: the same few sets recur
+        self._reading: dict[tuple[str, ...], list[int]] = {}
+        self.ranks: set[int] = set()
+        self.samples = 0
+        # Each configuration's parameters, one dict shared by its detectors on every rank.
+        self._params = {key: dict(key[1]) for key in keys}
 
     @classmethod
     def for_keys(cls, keys: Iterable[DetectorKey]) -> MetricSeries:
@@ -93,11 +98,6 @@ class MetricSeries:
                     self.plotted_ranks.add(line.rank)
                 plot = self.series[(name, line.rank)] = _Series(line.rank)
             plot.add(x, value)
-
-    @cached_property
-    def _params(self) -> dict[DetectorKey, dict[str, float]]:
-        """Each configuration's parameters, one dict shared by its detectors on every rank."""
-        return {key: dict(key[1]) for key in self.keys}
 
     def fired(self, key: DetectorKey) -> list[Line]:
         """Evidence lines of one detector configuration, over every rank."""

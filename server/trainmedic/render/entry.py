@@ -6,14 +6,13 @@ both laid out from these sections, so an entry reads the same everywhere.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from trainmedic.catalogue.rules import ATTRIBUTIONS, Rule
 from trainmedic.metrics.detectors.registry import DETECTORS
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
     heading: str
     names: tuple[str, ...] = ()  # ids and names, shown as code
     code: str = ""  # shown verbatim

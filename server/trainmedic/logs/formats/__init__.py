@@ -10,8 +10,7 @@ it may have, the MAX_BYTES it reads, whether it is WRITTEN_WHOLE (once, never ap
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, NamedTuple, Protocol
 
 from trainmedic.logs.formats import elastic_error, json_lines, notebook
 
@@ -33,8 +32,7 @@ FORMATS: tuple[Format, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(NamedTuple):
     """A named byte stream and what its name or format says about every line in it."""
 
     path: str

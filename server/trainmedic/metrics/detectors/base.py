@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, insort
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import ClassVar
 
 from trainmedic.metrics.samples import Sample
@@ -71,17 +70,26 @@ class Detector:
         raise NotImplementedError
 
 
-@dataclass
 class RunningMedian:
     """The median of the last `window` finite values, once `min_history` of them were seen.
 
     The window is also kept sorted, so each median is read, not sorted for (two detectors of
     every rank ask for one at every sample)."""
 
-    window: float
-    min_history: float
-    history: list[float] = field(default_factory=list)  # a deque's first block is 10x bigger
-    ordered: list[float] = field(default_factory=list)  # the history, sorted
+    __slots__ = ("history", "min_history", "ordered", "window")
+
+    def __init__(self, window: float, min_history: float) -> None:
+        self.window, self.min_history = window, min_history
+        self.history: list[float] = []  # a deque's first block is 10x bigger
+        self.ordered: list[float] = []  # the history, sorted
+
+    def __eq__(self, other: object) -> bool:
+        """The same window holding the same values (a detector's state is compared so)."""
+        return isinstance(other, RunningMedian) and (
+            self.window, self.min_history, self.history) == (
+            other.window, other.min_history, other.history)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by what it holds, which changes
 
     def before(self, value: float) -> float | None:
         """The median before `value` (None while the history is short); then keeps `value`."""
