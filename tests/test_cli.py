@@ -41,6 +41,14 @@ def test_diagnose_runs_without_the_cyclic_collector_and_gives_it_back(
     capsys.readouterr()
 
 
+def test_the_answer_is_the_same_in_every_process() -> None:
+    """Logs of several files, where some lines have a time and some do not: each process
+    hashes None differently (its address), and the evidence order was that of a set."""
+    answers = {run("diagnose", "tests/fixtures/launchers", "--format", "json").stdout
+               for _ in range(4)}
+    assert len(answers) == 1
+
+
 def test_json_is_indented_on_a_terminal_and_one_line_when_piped(
         capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     assert main(["diagnose", str(EXAMPLE), "--format", "json"]) == 0

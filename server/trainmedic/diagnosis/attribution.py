@@ -57,15 +57,26 @@ def chronological(lines: Iterable[Line], order: Mapping[str, int]) -> list[Line]
 
 def in_time_order(items: Iterable[T], line_of: Callable[[T], Line],
                   order: Mapping[str, int]) -> list[T]:
-    """Items in the order their lines happened (see `chronological`)."""
-    every = list(items)
+    """Items in the order their lines happened (see `chronological`).
+
+    Where only some lines have a time, that order is not total (a timed line of one file may
+    come before a line of another that came before it by file order), so what a sort makes of
+    it depends on the order it is given: the items are first put in file and line order, so
+    that a set's (which follows the hashes of None, random in every process) does not count."""
+    every = sorted(items, key=lambda item: _place(line_of(item), order))
     if len({line_of(item).path for item in every}) <= 1:  # one file: its line order, quicker
-        return sorted(every, key=lambda item: line_of(item).number)
+        return every
 
     def compare(a: T, b: T) -> int:
         return _compare(line_of(a), line_of(b), order)
 
     return sorted(every, key=cmp_to_key(compare))
+
+
+def _place(line: Line, order: Mapping[str, int]) -> tuple[int, str, int, int, str]:
+    """Where a line stands among the inputs, and what tells apart lines of the same place."""
+    return (order.get(line.path, 0), line.path, line.number,
+            -1 if line.rank is None else line.rank, line.text)
 
 
 def before(a: Line, b: Line, order: Mapping[str, int]) -> bool:
