@@ -9,7 +9,7 @@ evaluated, as in `model`, for the records' sake.
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
-from functools import cache
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from trainmedic.model import Role
@@ -77,7 +77,11 @@ def _is_name(side: str) -> bool:
     return side[0].isalpha() or side[0] == "_"
 
 
-_number = cache(quantity)  # a condition's number, read once, not again on every line
+# What is worked out from a pattern's text is kept for the patterns used last (bounded: a
+# language server lives through many edits of a rule pack, each with new patterns).
+KEPT_PATTERNS = 1 << 14
+
+_number = lru_cache(KEPT_PATTERNS)(quantity)  # a condition's number, read once, not per line
 
 
 class Advice(NamedTuple):
@@ -110,7 +114,7 @@ class Fingerprint(NamedTuple):
         return _regex(self.pattern, self.ignore_case)
 
 
-@cache
+@lru_cache(KEPT_PATTERNS)
 def _regex(pattern: str, ignore_case: bool) -> re.Pattern[str]:
     """A fingerprint's pattern compiled once: re's own cache holds fewer than a catalogue's."""
     return re.compile(pattern, re.MULTILINE | (re.IGNORECASE if ignore_case else 0))

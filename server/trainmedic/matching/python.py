@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from functools import cache, cached_property, partial
+from functools import cached_property, lru_cache, partial
 from typing import NamedTuple
 
 from trainmedic.catalogue.regex_safety import matches_with_digits_zeroed, required_literals
-from trainmedic.catalogue.rules import Catalogue, Fingerprint
+from trainmedic.catalogue.rules import KEPT_PATTERNS, Catalogue, Fingerprint
 from trainmedic.logs.launcher import LAUNCHER, PATTERNS
 from trainmedic.logs.reader import Chunk, byte_offsets
 from trainmedic.logs.tracebacks import MARKERS
@@ -81,7 +81,7 @@ def _literal(text: str, caseless: bool) -> _Literal:
     return _Literal(text, caseless, folded(shape) if caseless else shape)
 
 
-@cache
+@lru_cache(KEPT_PATTERNS)
 def _cases(text: str) -> re.Pattern[str]:
     return re.compile(f"(?=({re.escape(text)}))", re.IGNORECASE)
 
@@ -115,7 +115,7 @@ class _Prefilter(NamedTuple):
     by_shape: bool
 
 
-@cache  # a pattern's, worked out when first scanned for and then kept
+@lru_cache(KEPT_PATTERNS)  # a pattern's, worked out when first scanned for and then kept
 def _prefilter(pattern: str, ignore_case: bool) -> _Prefilter | None:
     """None when no required literal is known (a caseless one must be ASCII: Unicode case
     folding is more than lower-casing)."""
