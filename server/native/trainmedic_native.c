@@ -35,26 +35,15 @@ PyDoc_STRVAR(resolve_overwrites_doc,
 "Each line holding a carriage return as a terminal finally showed it: what follows its last\n"
 "\\r, or, where \\rs end the line, what the last of them ends.");
 
-static PyObject *resolve_overwrites(PyObject *module, PyObject *args)
+/* What resolving the overwrites of data[0, size) keeps, copied to `out` unless it is NULL;
+ * how many bytes that is. Run once to measure and once to copy, so that the result is made at
+ * its size: shrinking a megabyte that was made larger leaves the allocator a hole per chunk. */
+static Py_ssize_t resolve(const char *data, Py_ssize_t size, char *out)
 {
-    Py_buffer buffer;
-    PyObject *result;
-    char *out;
-    Py_ssize_t size, start = 0, kept = 0, cr;
-    const char *data;
-    if (!PyArg_ParseTuple(args, "y*:resolve_overwrites", &buffer))
-        return NULL;
-    data = buffer.buf;
-    size = buffer.len;
-    result = PyBytes_FromStringAndSize(NULL, size);  /* the result is never longer */
-    if (result == NULL) {
-        PyBuffer_Release(&buffer);
-        return NULL;
-    }
-    out = PyBytes_AS_STRING(result);
-#define KEEP(from, to) (memcpy(out + kept, data + (from), (size_t)((to) - (from))), \
+    Py_ssize_t start = 0, kept = 0, cr = first_of(data, 0, size, '\r');
+#define KEEP(from, to) ((out != NULL ? memcpy(out + kept, data + (from), \
+                                             (size_t)((to) - (from))) : NULL), \
                         kept += (to) - (from))
-    cr = first_of(data, 0, size, '\r');
     while (cr >= 0) {
         Py_ssize_t line_start = last_of(data, start, cr, '\n') + 1;
         Py_ssize_t line_end = first_of(data, cr, size, '\n');
@@ -81,9 +70,19 @@ static PyObject *resolve_overwrites(PyObject *module, PyObject *args)
     }
     KEEP(start, size);
 #undef KEEP
+    return kept;
+}
+
+static PyObject *resolve_overwrites(PyObject *module, PyObject *args)
+{
+    Py_buffer buffer;
+    PyObject *result;
+    if (!PyArg_ParseTuple(args, "y*:resolve_overwrites", &buffer))
+        return NULL;
+    result = PyBytes_FromStringAndSize(NULL, resolve(buffer.buf, buffer.len, NULL));
+    if (result != NULL)
+        resolve(buffer.buf, buffer.len, PyBytes_AS_STRING(result));
     PyBuffer_Release(&buffer);
-    if (kept != size)
-        _PyBytes_Resize(&result, kept);
     return result;
 }
 
