@@ -237,3 +237,22 @@ def test_the_cli_turns_the_collector_back_on(capsys: pytest.CaptureFixture[str])
     main(["diagnose", str(ROOT / "examples" / "fp16-loss-scale-4ranks.log")])
     assert gc.isenabled()
     assert "Root cause" in capsys.readouterr().out
+
+
+@given(st.integers(0, 600), st.integers(1, 8))
+def test_pieces_cover_the_file_once_and_end_in_single_chunks(chunks: int, jobs: int) -> None:
+    """Every chunk in exactly one piece, in order; PIECE_CHUNKS at most; smaller toward the
+    end, where the last of them hold one chunk each, one per worker at least, so that a
+    failure's flood in the last chunks is shared out."""
+    cut = list(parallel.pieces(chunks, jobs))
+    firsts = [first for first, _ in cut]
+    stops = [stop for _, stop in cut]
+    assert firsts[0] == 0
+    assert stops[-1] is None
+    assert stops[:-1] == firsts[1:]
+    sizes = [stop - first for first, stop in cut[:-1] if stop is not None]
+    sizes.append(max(1, chunks - firsts[-1]))
+    assert all(1 <= size <= parallel.PIECE_CHUNKS for size in sizes)
+    assert sizes == sorted(sizes, reverse=True)
+    if chunks >= 2 * jobs:
+        assert sizes[-jobs:] == [1] * jobs

@@ -93,6 +93,21 @@ def jobs_for(total_bytes: int, requested: int | None) -> int:
     return (requested or cores()) if total_bytes >= PARALLEL_MIN_BYTES else 1
 
 
+def pieces(chunks: int, jobs: int) -> Iterator[tuple[int, int | None]]:
+    """A file of `chunks` chunks cut into pieces (first chunk, stop chunk; None: to the end)
+    for `jobs` workers: PIECE_CHUNKS chunks each, then fewer toward the end, down to one. A
+    run's failure floods its log's last lines (every rank of a large job reports its timeout),
+    and one piece holding all of them kept one worker busy while the others had finished."""
+    first = 0
+    while True:
+        stop = first + max(1, min(PIECE_CHUNKS, (chunks - first) // (2 * jobs)))
+        if stop >= chunks:
+            yield first, None
+            return
+        yield first, stop
+        first = stop
+
+
 def _plain_file_size(path: str, stream: BinaryIO) -> int | None:
     """The size of a regular file read as it is (not stdin, not bounded or converted)."""
     try:
@@ -157,10 +172,8 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 
                 yield from scanner.scan_source(source)
                 continue
             yield SourceStart(path)
-            pieces = max(1, -(-size // (PIECE_CHUNKS * CHUNK_BYTES)))
-            for piece in range(pieces):
-                stop = (piece + 1) * PIECE_CHUNKS if piece + 1 < pieces else None
-                queue(path, piece * PIECE_CHUNKS, stop)
+            for first, stop in pieces(-(-size // CHUNK_BYTES), jobs):
+                queue(path, first, stop)
                 while len(queued) > jobs * TASKS_PER_WORKER:
                     yield from oldest()
         while queued:
