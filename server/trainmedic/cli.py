@@ -465,8 +465,9 @@ def _add_doctor(commands: Commands[_Parser], rules_option: _Parser) -> None:
     doctor = commands.add_parser(
         "doctor", parents=[rules_option], help=SUMMARIES["doctor"],
         description="Print the version, the catalogue, the matcher backend in use (and where "
-                    "it caches compiled patterns), how many processes read big inputs and "
-                    "whether the probes can run.", formatter_class=_Formatter)
+                    "it caches compiled patterns), whether the scan's C loops run, how many "
+                    "processes read big inputs and whether the probes can run.",
+        formatter_class=_Formatter)
     doctor.set_defaults(func=cmd_doctor)
 
 
