@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import shutil
@@ -47,6 +46,7 @@ from lsp_latency import short_log, start, stop  # type: ignore[import-not-found]
 from lsprotocol import types
 from throughput import measure, process_tree, tree_memory  # type: ignore[import-not-found]
 
+from trainmedic.logs.reader import NATIVE_LOOPS
 from trainmedic.matching import hyperscan as fast
 
 HERE = Path(__file__).resolve().parent
@@ -296,10 +296,9 @@ def main() -> int:
         return 0
     args.folder.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()[0]
-    native = importlib.util.find_spec("trainmedic_native") is not None
     print(f"{os.cpu_count()} cores, load average {load:.1f} at the start; Hyperscan "
           f"{'installed' if fast.available() else 'missing (the pure backend runs)'}; the C "
-          f"scan loops {'installed' if native else 'missing (the Python ones run)'}")
+          f"scan loops {'installed' if NATIVE_LOOPS else 'missing (the Python ones run)'}")
     logs = generate(args.folder, args.small)
     try:
         throughput(logs, args.repeat)

@@ -276,12 +276,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     import platform
 
     from trainmedic.events.parallel import PARALLEL_MIN_BYTES, jobs_for
+    from trainmedic.logs.reader import NATIVE_LOOPS
     from trainmedic.matching.choice import matcher_for
 
     catalogue = _catalogue(args.rules)
     matcher = matcher_for(catalogue)
     torch = importlib.util.find_spec("torch") is not None
-    native = importlib.util.find_spec("trainmedic_native") is not None
     print(f"trainmedic {__version__} on Python {platform.python_version()} "
           f"({sys.executable})")
     print(f"catalogue: {len(catalogue.rules)} rules, "
@@ -290,7 +290,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"matcher backend: {matcher.name}" + (
         f" (compiled patterns cached in {_cache_folder()})" if matcher.name == "hyperscan"
         else " (pip install 'trainmedic[fast]' for the native one)"))
-    print("scan loops: " + ("C (trainmedic-native)" if native
+    print("scan loops: " + ("C (trainmedic-native)" if NATIVE_LOOPS
                             else "Python (pip install 'trainmedic[fast]' for the C ones)"))
     print(f"processes: {jobs_for(PARALLEL_MIN_BYTES, None)} for inputs of "
           f"{PARALLEL_MIN_BYTES >> 20} MiB or more (diagnose --jobs N to change)")

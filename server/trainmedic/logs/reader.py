@@ -13,7 +13,7 @@ more than scanning it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
 from trainmedic.model import Line
@@ -97,13 +97,6 @@ def _newlines(data: bytes, start: int, end: int) -> int:
         return data.count(b"\n", start, end)
     piece = data[start:end]
     return len(piece) - len(piece.replace(b"\n", b""))
-
-
-try:
-    from trainmedic_native import newlines
-except ImportError:  # the C loops are not installed: the Python ones run
-    def newlines(data: bytes, start: int, end: int, /) -> int:
-        return _newlines(data, start, end)
 
 
 class LineCounter:
@@ -190,11 +183,17 @@ def _resolve_overwrites(data: bytes) -> bytes:
     return b"".join(pieces)
 
 
+# The C versions of the two loops above (trainmedic-native), where installed and built for
+# this Python; these otherwise.
+newlines: Callable[[bytes, int, int], int]
+resolve_overwrites: Callable[[bytes], bytes]
 try:
-    from trainmedic_native import resolve_overwrites
-except ImportError:  # the C loops are not installed: the Python ones run
-    def resolve_overwrites(data: bytes, /) -> bytes:
-        return _resolve_overwrites(data)
+    from trainmedic_native import newlines, resolve_overwrites
+except ImportError:
+    NATIVE_LOOPS = False
+    newlines, resolve_overwrites = _newlines, _resolve_overwrites
+else:
+    NATIVE_LOOPS = True
 
 
 class Chunker:

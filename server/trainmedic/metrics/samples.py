@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import AnyStr, NamedTuple
 
 from trainmedic.logs.prefixes import parse_rank
@@ -177,18 +177,6 @@ def _named_pairs(body: str) -> list[tuple[str, str]]:
             if (name := _KEYS.get(key.lower())) is not None]
 
 
-try:
-    from trainmedic_native import named_pairs as _native_pairs
-except ImportError:  # the C loops are not installed: the Python ones run
-    def named_pairs(body: str) -> list[tuple[str, str]]:
-        return _named_pairs(body)
-else:
-    def named_pairs(body: str) -> list[tuple[str, str]]:
-        """`_named_pairs`, read in C where the line is ASCII (four times quicker)."""
-        found = _native_pairs(body, _KEYS)
-        return _named_pairs(body) if found is None else found
-
-
 METRIC_GROUPS = frozenset({*METRICS, "step", "skipped"})
 
 
@@ -327,12 +315,21 @@ def _changes(data: bytes, positions: Sequence[int]) -> list[int]:
     return [i for i in range(1, len(says)) if says[i] != says[i - 1]]
 
 
+# The C versions of `_named_pairs` and `_changes` (trainmedic-native), where installed and
+# built for this Python; these otherwise.
+named_pairs: Callable[[str], list[tuple[str, str]]]
+changes: Callable[[bytes, Sequence[int]], list[int]]
 try:
     from trainmedic_native import changes as _native_changes
+    from trainmedic_native import named_pairs as _native_pairs
 except ImportError:
-    def changes(data: bytes, positions: Sequence[int]) -> list[int]:
-        return _changes(data, positions)
+    named_pairs, changes = _named_pairs, _changes
 else:
+    def named_pairs(body: str) -> list[tuple[str, str]]:
+        """`_named_pairs`, read in C where the line is ASCII (four times quicker)."""
+        found = _native_pairs(body, _KEYS)
+        return _named_pairs(body) if found is None else found
+
     def changes(data: bytes, positions: Sequence[int]) -> list[int]:
         """`_changes`, compared in C without a bytes object per position."""
         return _native_changes(data, positions, _SAYS_BYTES)
