@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import yaml
@@ -25,7 +25,12 @@ def need(path: Path | None) -> Path:
     """`path` when it exists; otherwise a skip outside CI and a failure under it."""
     if path is not None and path.exists():
         return path
-    message = f"the shared corpus and taxonomies are not beside this checkout ({SHARED})"
+    missing(f"the shared corpus and taxonomies are not beside this checkout ({SHARED})")
+
+
+def missing(message: str) -> NoReturn:
+    """Something a test needs is not here: outside CI a skip that says why; under CI, which
+    sets everything up, a failure."""
     if os.environ.get("CI"):
         pytest.fail(message)
     pytest.skip(message)

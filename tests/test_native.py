@@ -7,14 +7,13 @@ and on every line of the corpus that the sampler would read.
 
 from __future__ import annotations
 
-import os
 import string
 from types import ModuleType
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from shared_files import CORPUS, need
+from shared_files import CORPUS, missing, need
 
 from trainmedic.logs.reader import _newlines, _resolve_overwrites
 from trainmedic.metrics import samples
@@ -27,14 +26,10 @@ except ImportError:
 
 
 def native() -> ModuleType:
-    """The module; outside CI its absence is a skip that says why, under CI a failure (make
-    installs it)."""
+    """The module (make installs it)."""
     if trainmedic_native is not None:
         return trainmedic_native
-    message = "trainmedic_native is not installed (pip install ./server/native)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+    missing("trainmedic_native is not installed (pip install ./server/native)")
 
 
 # What metric lines are made of: the keys _PAIR knows, their look-alikes, the separators and
