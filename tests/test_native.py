@@ -114,6 +114,29 @@ def test_changes_are_those_of_the_words_compared_in_python(pieces: list[bytes],
         assert _changes(data, positions) == expected
 
 
+WORD_PIECES = [b"scale", b"sca", b"le", b"s", b"Skipping step", b"skipped iterations",
+               b"skipped", b" ", b"\n", b"x" * 250, b"x" * 7]
+
+
+@given(st.lists(st.sampled_from(WORD_PIECES), max_size=120),
+       st.lists(st.sampled_from([b"scale", b"s", b"ss", b"sxs", b"Skipping step", b"le\ns",
+                                 b"skipped iterations"]), max_size=4))
+def test_words_are_found_where_python_finds_them(pieces: list[bytes], words: list[bytes]) -> None:
+    """Words of one byte and more, overlapping themselves, in blocks (256 bytes) and across
+    their ends; each occurrence after the end of the one before."""
+    data = b"".join(pieces)
+    expected = [list(samples._found(data, word)) for word in words]
+    assert native().word_starts(data, words) == expected
+    assert samples._word_starts(data, words) == expected
+
+
+def test_an_empty_word_is_refused_not_searched_for_ever() -> None:
+    with pytest.raises(ValueError, match="non-empty"):
+        native().word_starts(b"scale", [b""])
+    with pytest.raises(ValueError, match="non-empty"):
+        native().word_starts(b"scale", ["scale"])
+
+
 def test_a_position_outside_the_data_is_refused_not_read() -> None:
     with pytest.raises(ValueError, match="outside"):
         native().changes(b"scale: 1\n", [0, 10], 24)

@@ -1,6 +1,7 @@
 /* Loops of trainmedic's chunk scan in C, with the same answers as their Python versions, which
  * stay the reference and run wherever this module is not installed: logs/reader.py's
- * _resolve_overwrites, and metrics/samples.py's _named_pairs (its _PAIR regex) and _changes.
+ * _resolve_overwrites and _newlines, and metrics/samples.py's _named_pairs (its _PAIR regex),
+ * _changes and _word_starts.
  * Each is a plain loop over bytes or ASCII text: no Python object per byte, word or line that
  * is not returned. */
 #define PY_SSIZE_T_CLEAN
@@ -296,6 +297,81 @@ static PyObject *changes(PyObject *module, PyObject *args)
     return found;
 }
 
+PyDoc_STRVAR(word_starts_doc,
+"word_starts(data, words) -> list[list[int]]\n\n"
+"For each of `words` (non-empty bytes), where it starts in data, each occurrence after the\n"
+"end of the one before (as repeated bytes.find from there finds them).");
+
+#define WORD_BLOCK 256
+
+/* Whether a word of `size` bytes from `first` to `last` may start in data[at, at + count):
+ * a loop the compiler turns into vector compares, so blocks without one cost next to nothing. */
+static int may_start(const unsigned char *data, Py_ssize_t at, Py_ssize_t count, Py_ssize_t size,
+                     unsigned char first, unsigned char last)
+{
+    unsigned char any = 0;
+    Py_ssize_t i;
+    if (count == WORD_BLOCK) {
+        for (i = 0; i < WORD_BLOCK; i++)
+            any |= (data[at + i] == first) & (data[at + i + size - 1] == last);
+    } else {
+        for (i = 0; i < count; i++)
+            any |= (data[at + i] == first) & (data[at + i + size - 1] == last);
+    }
+    return any;
+}
+
+static PyObject *word_starts(PyObject *module, PyObject *args)
+{
+    Py_buffer buffer;
+    PyObject *sequence, *words, *found;
+    Py_ssize_t count, w;
+    if (!PyArg_ParseTuple(args, "y*O:word_starts", &buffer, &sequence))
+        return NULL;
+    words = PySequence_Fast(sequence, "word_starts: words must be a sequence");
+    if (words == NULL) {
+        PyBuffer_Release(&buffer);
+        return NULL;
+    }
+    count = PySequence_Fast_GET_SIZE(words);
+    found = PyList_New(count);
+    for (w = 0; found != NULL && w < count; w++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(words, w), *starts = PyList_New(0);
+        const unsigned char *data = buffer.buf, *word;
+        Py_ssize_t size, block, free = 0, last;
+        PyList_SET_ITEM(found, w, starts);
+        if (starts == NULL) {
+            Py_CLEAR(found);
+            break;
+        }
+        if (!PyBytes_Check(item) || PyBytes_GET_SIZE(item) == 0) {
+            PyErr_SetString(PyExc_ValueError, "word_starts: each word must be non-empty bytes");
+            Py_CLEAR(found);
+            break;
+        }
+        word = (const unsigned char *)PyBytes_AS_STRING(item);
+        size = PyBytes_GET_SIZE(item);
+        last = buffer.len - size;  /* the last place a word may start */
+        for (block = 0; found != NULL && block <= last; block += WORD_BLOCK) {
+            Py_ssize_t end = block + WORD_BLOCK <= last + 1 ? block + WORD_BLOCK : last + 1, i;
+            if (!may_start(data, block, end - block, size, word[0], word[size - 1]))
+                continue;
+            for (i = block > free ? block : free; i < end; i++)
+                if (data[i] == word[0] && memcmp(data + i, word, (size_t)size) == 0) {
+                    if (append_offset(starts, i) < 0) {
+                        Py_CLEAR(found);
+                        break;
+                    }
+                    free = i + size;
+                    i = free - 1;
+                }
+        }
+    }
+    Py_DECREF(words);
+    PyBuffer_Release(&buffer);
+    return found;
+}
+
 PyDoc_STRVAR(newlines_doc,
 "newlines(data, start, end) -> int\n\n"
 "How many newlines data[start:end] holds (start and end clipped as a slice's are).");
@@ -328,6 +404,7 @@ static PyMethodDef methods[] = {
     {"named_pairs", named_pairs, METH_VARARGS, named_pairs_doc},
     {"changes", changes, METH_VARARGS, changes_doc},
     {"newlines", newlines, METH_VARARGS, newlines_doc},
+    {"word_starts", word_starts, METH_VARARGS, word_starts_doc},
     {NULL, NULL, 0, NULL},
 };
 

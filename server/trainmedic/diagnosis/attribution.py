@@ -19,11 +19,11 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import cache, cmp_to_key
+from functools import cmp_to_key
 from typing import NamedTuple, TypeVar
 
 from trainmedic.logs.launcher import CODE_SIGNALS, SIGTERM, LauncherReport, WorkerExit
-from trainmedic.logs.prefixes import host_prefix, local_only_rank, rank_of_path
+from trainmedic.logs.prefixes import host_prefix, rank_of_path
 from trainmedic.model import Basis, Finding, Line, RankReport, RankStatus, Role, Unexplained
 
 T = TypeVar("T")
@@ -410,12 +410,14 @@ def _own_failure(choice: _Choice, unexplained: Sequence[Unexplained]) -> _Choice
 
 def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
                     report: LauncherReport, order: Mapping[str, int],
+                    local_only: Callable[[str], int | None],
                     unexplained: Sequence[Unexplained] = (),
                     unranked_reports: Sequence[Line] = ()) -> Attribution:
     """The initiating rank, why, and each rank's part; `unexplained` are the failures no rule
     explains (first failure first), which name the rank when no finding does;
     `unranked_reports` are reports of a failure elsewhere that name no rank (see
-    engine.unranked_reports), which may be the launcher's failed worker's own."""
+    engine.unranked_reports), which may be the launcher's failed worker's own. `local_only` is
+    `local_only_rank`, cached for the diagnosis: its tables share most lines."""
     findings = [f for f in findings if f.rule_id not in LAUNCHER_SUMMARIES]
     # A failure its ranks trained on after did not end the run: when another root cause did,
     # the attribution reads only the failures the run ended with, on the ranks it ended.
@@ -427,7 +429,6 @@ def attribute_ranks(findings: list[Finding], ranks_seen: Iterable[int],
     roots = [f for f in findings if f.role is Role.ROOT]
     # What the ranks printed themselves, without the launcher's lines that rules also match.
     said_by_launcher = frozenset((e.line.path, e.line.number) for e in report.exits)
-    local_only = cache(local_only_rank)  # the four tables below share most lines
     own_root = _global_ranks(_first_lines(roots, order, said_by_launcher), report, local_only)
     own_any = _global_ranks(_first_lines(findings, order, said_by_launcher), report, local_only)
     unranked = [*(f.first for f in findings if f.role is Role.COLLATERAL

@@ -213,14 +213,13 @@ def _in_evidence_order(counted: list[tuple[str, list[Line]]],
     return tuple(sorted(first, key=first.__getitem__))
 
 
-def score(evidence: Evidence, catalogue: Catalogue) -> list[Finding]:
-    """Findings whose confidence reaches their rule's threshold, most likely root cause first."""
+def score(evidence: Evidence, catalogue: Catalogue,
+          local_only: Callable[[str], int | None]) -> list[Finding]:
+    """Findings whose confidence reaches their rule's threshold, most likely root cause first;
+    `local_only` is `local_only_rank`, cached for one diagnosis."""
     order = {path: index for index, path in enumerate(evidence.paths)}
     findings = []
     with_detectors = {r.id: _RuleEvidence() for r in catalogue.rules if r.detectors}
-    # `local_only_rank` of the same lines, asked by every rule: a 4096-rank job's last lines
-    # are read once, not 16,000 times (50 ms)
-    local_only = cache(local_only_rank)
     running = _still_running(evidence, catalogue, local_only)
     for rule_id, found in {**with_detectors, **evidence.rules}.items():
         rule = catalogue.get(rule_id)
@@ -305,11 +304,14 @@ def unranked_reports(evidence: Evidence, catalogue: Catalogue) -> list[Line]:
 
 def diagnose_evidence(evidence: Evidence, catalogue: Catalogue) -> Diagnosis:
     order = {p: i for i, p in enumerate(evidence.paths)}
-    findings = score(evidence, catalogue)
+    # `local_only_rank` of the same lines, asked by every rule and by the attribution: a
+    # 4096-rank job's last lines are read once, not 16,000 times (50 ms)
+    local_only = cache(local_only_rank)
+    findings = score(evidence, catalogue, local_only)
     report = read_report(evidence.launcher)
     failures = _unexplained(evidence, findings, report, order)
-    attribution = attribute_ranks(findings, evidence.ranks_seen, report, order, failures,
-                                  unranked_reports(evidence, catalogue))
+    attribution = attribute_ranks(findings, evidence.ranks_seen, report, order, local_only,
+                                  failures, unranked_reports(evidence, catalogue))
     fired = attributed(catalogue, attribution, findings)
     if fired:
         findings = _ordered([*fired, *findings], catalogue, order)

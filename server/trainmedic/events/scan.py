@@ -135,8 +135,7 @@ class Scanner:
         regular file's: they are read from it again if a traceback runs into them)."""
         data = chunk.data
         found: dict[int, tuple[Line, list[Hit]]] = {}
-        hits, signals, marks, metric_lines, scale_words, positioned = \
-            self.matcher.find_chunk(chunk)
+        hits, signals, marks, metric_lines, positioned = self.matcher.find_chunk(chunk)
         if len(data) <= PASTE_MAX_BYTES:
             text = chunk.text
             pasted = pasted_hits(self.matcher, text)
@@ -151,7 +150,7 @@ class Scanner:
         head_end = _head_end(data) if keep_head or marks else 0  # a worker's quiet chunk: none
         starts, kept = _block_lines(data, marks, head_end, numbers) if marks else ((), {})
         samples = tuple(scan_metrics(chunk, signals, numbers, self.metric_patterns,
-                                     metric_lines, scale_words, positioned))
+                                     metric_lines, positioned))
         ranks = census(decoded(data if chunk.index == 0 else data[:CENSUS_SPAN]))
         return ChunkScan(
             chunk.path, chunk.index, chunk.size, numbers.at(len(data)), frozenset(ranks),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import NamedTuple
 
 
@@ -202,6 +203,7 @@ _CENSUS_PREFIXES = re.compile(
     + ")")
 
 
+@lru_cache(maxsize=1 << 10)  # asked of every chunk and every failure line, of a few paths
 def rank_of_path(path: str) -> int | None:
     """The rank a per-rank log file belongs to, from its name; None for a shared log."""
     for pattern in _PATH_RANK:

@@ -25,7 +25,7 @@ from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.reader import Chunk, char_offsets, decoded
 from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.matching.python import Found, Matcher, signal_patterns
-from trainmedic.metrics.samples import POSITIONED, SCALE_WORDS, SIGNALS
+from trainmedic.metrics.samples import POSITIONED, SIGNALS
 from trainmedic.model import Hit
 
 _MARK = 1 << 30  # the candidate index of a traceback marker's line
@@ -350,9 +350,10 @@ def refused(catalogue: Catalogue) -> tuple[str, str] | None:
 class HyperscanMatcher(Matcher):
     """Same patterns and results as `Matcher`, found with one Hyperscan pass per chunk.
 
-    The metric sampler's SIGNALS (compiled exactly, reported once each), the traceback
-    MARKERS and the sampler's SCALE_WORDS (each occurrence) ride in the same database, so a
-    chunk is scanned once for everything.
+    The metric sampler's SIGNALS (compiled exactly, reported once each) and the traceback
+    MARKERS ride in the same database, so a chunk is scanned once for everything. (The
+    sampler's SCALE_WORDS, on every Megatron-LM step line, are not: a call into Python for each
+    cost more than finding them in C where a chunk holds the scale signal.)
     """
 
     name = "hyperscan"
@@ -371,13 +372,11 @@ class HyperscanMatcher(Matcher):
         runs += [(pattern, _as_written if name in SIGNALS else without_varying_end)
                  for name, pattern in signals.items()]
         runs += [(re.escape(marker), _as_written) for marker in MARKERS]
-        self._words = len(runs)
-        runs += [(re.escape(word), _as_written) for word in SCALE_WORDS]
         flags = [_flags(p.fingerprint) for p in self.patterns]
         flags += [hyperscan.HS_FLAG_MULTILINE | (
             hyperscan.HS_FLAG_SINGLEMATCH if name in SIGNALS and name != POSITIONED
             else hyperscan.HS_FLAG_PREFILTER) for name in signals]
-        flags += [0] * (len(MARKERS) + len(SCALE_WORDS))
+        flags += [0] * len(MARKERS)
         self._database = _database([pattern for pattern, _ in runs], flags, lambda: [
             run(pattern).encode() for pattern, run in runs])
         self._local = threading.local()  # a scan needs scratch space of its own per thread
@@ -394,7 +393,7 @@ class HyperscanMatcher(Matcher):
         data = text.encode("utf-8", errors="surrogatepass")
         found = self.find_bytes(data)
         if len(data) == len(text):
-            return found._replace(scale_words=None, positioned=None)  # a chunk's, at its bytes
+            return found._replace(positioned=None)  # a chunk's, at its bytes
         return found.moved(partial(char_offsets, data))
 
     def find_chunk(self, chunk: Chunk) -> Found:
@@ -408,16 +407,12 @@ class HyperscanMatcher(Matcher):
         signals: set[str] = set()
         fingerprints = len(self.patterns)
         markers = fingerprints + len(self._signal_names)
-        words, ends = self._words, tuple(list[int]() for _ in SCALE_WORDS)
         positioned: list[int] = []
         # The newlines around the last match's line: a line of a megabyte may hold a hundred
         # thousand matches, and each looking back for its line start made that quadratic.
         line = [-1, -1]
 
         def found(index: int, start: int, end: int, flags: int, context: Any) -> None:
-            if index >= words:  # the most frequent: Megatron-LM prints the scale every step
-                ends[index - words].append(end)
-                return
             if fingerprints <= index < markers:
                 name = self._signal_names[index - fingerprints]
                 if name in SIGNALS:
@@ -439,10 +434,7 @@ class HyperscanMatcher(Matcher):
             scratch = self._local.scratch = hyperscan.Scratch(self._database)
         self._database.scan(data, match_event_handler=found, scratch=scratch)
         hits, marks, metric_lines = self._confirmed(data, candidates, signals)
-        scale_words = tuple([end - len(word) for end in sorted(found_ends)]
-                            for word, found_ends in zip(SCALE_WORDS, ends, strict=True))
-        return Found(hits, frozenset(signals), marks, metric_lines, scale_words,
-                     sorted(positioned))
+        return Found(hits, frozenset(signals), marks, metric_lines, sorted(positioned))
 
     def _confirmed(self, data: bytes, candidates: set[tuple[int, int]],
                    signals: set[str]) -> tuple[list[tuple[int, Hit]], list[int], list[int]]:

@@ -33,15 +33,12 @@ class Found(NamedTuple):
     signals: frozenset[str]  # the metric sampler's SIGNALS present
     marks: list[int]  # line starts of traceback headers and chain markers, in order
     metric_lines: list[int]  # line starts where a rule's metric pattern matches, in order
-    # where each of the sampler's SCALE_WORDS starts, in order (None: not looked for)
-    scale_words: tuple[list[int], ...] | None = None
     # where the matches of its POSITIONED signal end, in order (None: not looked for)
     positioned: list[int] | None = None
 
     def moved(self, offsets: Callable[[Iterable[int]], Mapping[int, int]]) -> Found:
         """These findings at other offsets (characters for bytes, or bytes for characters):
-        `offsets` maps every offset it is given; the word and signal positions, a chunk's
-        only, go."""
+        `offsets` maps every offset it is given; the signal positions, a chunk's only, go."""
         at = offsets([*(o for o, _ in self.hits), *self.marks, *self.metric_lines])
         return Found([(at[o], hit) for o, hit in self.hits], self.signals,
                      [at[o] for o in self.marks], [at[o] for o in self.metric_lines])

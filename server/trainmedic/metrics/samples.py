@@ -53,6 +53,7 @@ _SIGNAL_WORDS_BYTES = {name: tuple(word.encode() for word in words)
                        for name, words in SIGNAL_WORDS.items()}
 # The words of scale lines: where the matcher found them when it can (see `_scale_lines`).
 SCALE_WORDS = ("scale", "Skipping step", "skipped iterations")
+_SCALE_WORDS_BYTES = tuple(word.encode() for word in SCALE_WORDS)
 # What a scale line says: the bytes from the word "scale" and from "skipped iterations", the
 # values and a little more, within its line. A line saying what the scale line before it said
 # adds nothing to the scale detectors but one more sample.
@@ -277,18 +278,14 @@ def _occurrences(positions: Sequence[int], data: bytes, starts: Iterable[int]) -
             yield index
 
 
-def _scale_lines(data: bytes, every: bool, read: set[int],
-                 words: Sequence[Sequence[int]] | None = None) -> dict[int, int]:
+def _scale_lines(data: bytes, every: bool, read: set[int]) -> dict[int, int]:
     """Where the lines reporting a loss scale or a skipped step start, each with the number of
     lines after it that said the same and are not read: all of them (`every`), or those read
     anyway (starting at `read`), those of a skipped step, and those that say something the
-    scale line before them did not (another scale, another count of skipped steps).
-
-    `words` are where each of SCALE_WORDS occurs, when the matcher found them in its pass; the
-    lines are then told apart by comparing what follows the words, without a loop per line.
+    scale line before them did not (another scale, another count of skipped steps). The lines
+    are told apart by comparing what follows the words, without a loop per line.
     """
-    scale, skipping, skipped = words if words is not None else [
-        list(_found(data, word.encode())) for word in SCALE_WORDS]
+    scale, skipping, skipped = word_starts(data, _SCALE_WORDS_BYTES)
     changed_counts = [skipped[i] for i in (0, *changes(data, skipped))] if skipped else []
     line_start = {position: data.rfind(b"\n", 0, position) + 1
                   for position in (*skipping, *changed_counts)}
@@ -303,6 +300,11 @@ def _scale_lines(data: bytes, every: bool, read: set[int],
     return kept
 
 
+def _word_starts(data: bytes, words: Sequence[bytes]) -> list[list[int]]:
+    """Where each of `words` occurs in `data` (see `_found`)."""
+    return [list(_found(data, word)) for word in words]
+
+
 def _said(data: bytes, positions: Sequence[int]) -> list[bytes]:
     """What follows each position, up to _SAYS_BYTES of its line: a line ending in its scale
     says what the one before it said even when the next line's prefix names another rank."""
@@ -315,15 +317,17 @@ def _changes(data: bytes, positions: Sequence[int]) -> list[int]:
     return [i for i in range(1, len(says)) if says[i] != says[i - 1]]
 
 
-# The C versions of `_named_pairs` and `_changes` (trainmedic-native), where installed and
-# built for this Python; these otherwise.
+# The C versions of `_named_pairs`, `_changes` and `_word_starts` (trainmedic-native), where
+# installed and built for this Python; these otherwise.
 named_pairs: Callable[[str], list[tuple[str, str]]]
 changes: Callable[[bytes, Sequence[int]], list[int]]
+word_starts: Callable[[bytes, Sequence[bytes]], list[list[int]]]
 try:
     from trainmedic_native import changes as _native_changes
     from trainmedic_native import named_pairs as _native_pairs
+    from trainmedic_native import word_starts
 except ImportError:
-    named_pairs, changes = _named_pairs, _changes
+    named_pairs, changes, word_starts = _named_pairs, _changes, _word_starts
 else:
     def named_pairs(body: str) -> list[tuple[str, str]]:
         """`_named_pairs`, read in C where the line is ASCII (four times quicker)."""
@@ -361,13 +365,11 @@ def _notable_lines(data: bytes, signals: frozenset[str],
 def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
                  extra: Sequence[re.Pattern[str]] = (),
                  metric_lines: Sequence[int] = (),
-                 scale_words: Sequence[Sequence[int]] | None = None,
                  positioned: Sequence[int] | None = None,
                  ) -> Iterator[tuple[Sample, Line]]:
     """The samples of one chunk holding `signals`, with their lines numbered by `lines` (rank
     set, no timestamp); `metric_lines` are where the matcher saw one of the `extra` patterns,
-    `scale_words` where it saw each of SCALE_WORDS, `positioned` where the matches of the
-    POSITIONED signal end (None: not looked for).
+    `positioned` where the matches of the POSITIONED signal end (None: not looked for).
 
     A chunk shorter than SHORT_CHUNK_BYTES is read line by line. A longer one is cut into
     SAMPLES_PER_CHUNK equal slots and the first metric line of each is read: plenty for the
@@ -397,8 +399,7 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
     triggers.extend(metric_lines)
     repeats: dict[int, int] = {}
     if "scale" in signals:
-        repeats = _scale_lines(data, short, {data.rfind(b"\n", 0, t) + 1 for t in triggers},
-                               scale_words)
+        repeats = _scale_lines(data, short, {data.rfind(b"\n", 0, t) + 1 for t in triggers})
         triggers.extend(repeats)
     triggers = sorted(set(triggers))
     end = -1

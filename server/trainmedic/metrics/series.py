@@ -105,6 +105,7 @@ class MetricSeries:
             return []
         index = self.keys.index(key)
         return [line for detectors in self.detectors_of.values()
+                if detectors[index].found or detectors[index].held is not None
                 for line, _ in detectors[index].evidence()]
 
     def plots(self, preferred: int | None = None) -> tuple[Plot, ...]:
@@ -115,10 +116,9 @@ class MetricSeries:
         the one where a detector fired on that metric, else the lowest.
         """
         anomalies: dict[str, list[Anomaly]] = {}
-        for detector in (d for detectors in self.detectors_of.values() for d in detectors):
+        for detector in (d for detectors in self.detectors_of.values() for d in detectors
+                         if d.found or d.held is not None):  # most never fire: no call
             found = detector.evidence()
-            if not found:
-                continue
             kept = anomalies.setdefault(detector.METRIC, [])
             for line, x in found:
                 if len(kept) < ANOMALIES_KEPT:
