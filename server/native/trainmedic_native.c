@@ -304,70 +304,95 @@ PyDoc_STRVAR(word_starts_doc,
 
 #define WORD_BLOCK 256
 
-/* Whether a word of `size` bytes from `first` to `last` may start in data[at, at + count):
- * a loop the compiler turns into vector compares, so blocks without one cost next to nothing. */
-static int may_start(const unsigned char *data, Py_ssize_t at, Py_ssize_t count, Py_ssize_t size,
-                     unsigned char first, unsigned char last)
+/* One word being looked for: its bytes, and the list of its starts with where the next may. */
+struct word {
+    const unsigned char *bytes;
+    Py_ssize_t size, free;
+    PyObject *starts;
+};
+
+/* Whether `word` may start in data[at, end): a loop the compiler turns into vector compares of
+ * the word's first and last bytes, so that a block without one costs next to nothing. */
+static int may_start(const unsigned char *data, Py_ssize_t at, Py_ssize_t end,
+                     const struct word *word)
 {
-    unsigned char any = 0;
+    unsigned char first = word->bytes[0], last = word->bytes[word->size - 1], any = 0;
+    const unsigned char *tail = data + word->size - 1;
     Py_ssize_t i;
-    if (count == WORD_BLOCK) {
-        for (i = 0; i < WORD_BLOCK; i++)
-            any |= (data[at + i] == first) & (data[at + i + size - 1] == last);
+    if (end - at == WORD_BLOCK) {
+        for (i = at; i < at + WORD_BLOCK; i++)
+            any |= (data[i] == first) & (tail[i] == last);
     } else {
-        for (i = 0; i < count; i++)
-            any |= (data[at + i] == first) & (data[at + i + size - 1] == last);
+        for (i = at; i < end; i++)
+            any |= (data[i] == first) & (tail[i] == last);
     }
     return any;
 }
 
+/* The starts of `word` in data[at, end) after its last one, added to its list; -1 on error. */
+static int add_starts(const unsigned char *data, Py_ssize_t at, Py_ssize_t end, struct word *word)
+{
+    const unsigned char *next = data + (at > word->free ? at : word->free), *stop = data + end;
+    while (next < stop && (next = memchr(next, word->bytes[0], (size_t)(stop - next))) != NULL) {
+        if (memcmp(next, word->bytes, (size_t)word->size) != 0) {
+            next++;
+            continue;
+        }
+        if (append_offset(word->starts, next - data) < 0)
+            return -1;
+        word->free = next - data + word->size;
+        next += word->size;
+    }
+    return 0;
+}
+
+/* Block by block, each word in turn: a block is read from memory once for all of them. */
 static PyObject *word_starts(PyObject *module, PyObject *args)
 {
     Py_buffer buffer;
-    PyObject *sequence, *words, *found;
-    Py_ssize_t count, w;
+    PyObject *sequence, *items, *found = NULL;
+    struct word *words = NULL;
+    Py_ssize_t count, w, block;
     if (!PyArg_ParseTuple(args, "y*O:word_starts", &buffer, &sequence))
         return NULL;
-    words = PySequence_Fast(sequence, "word_starts: words must be a sequence");
-    if (words == NULL) {
-        PyBuffer_Release(&buffer);
-        return NULL;
-    }
-    count = PySequence_Fast_GET_SIZE(words);
-    found = PyList_New(count);
+    items = PySequence_Fast(sequence, "word_starts: words must be a sequence");
+    if (items == NULL)
+        goto done;
+    count = PySequence_Fast_GET_SIZE(items);
+    words = PyMem_New(struct word, count > 0 ? count : 1);
+    found = words != NULL ? PyList_New(count) : PyErr_NoMemory();
     for (w = 0; found != NULL && w < count; w++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(words, w), *starts = PyList_New(0);
-        const unsigned char *data = buffer.buf, *word;
-        Py_ssize_t size, block, free = 0, last;
-        PyList_SET_ITEM(found, w, starts);
-        if (starts == NULL) {
-            Py_CLEAR(found);
-            break;
-        }
+        PyObject *item = PySequence_Fast_GET_ITEM(items, w);
         if (!PyBytes_Check(item) || PyBytes_GET_SIZE(item) == 0) {
             PyErr_SetString(PyExc_ValueError, "word_starts: each word must be non-empty bytes");
             Py_CLEAR(found);
             break;
         }
-        word = (const unsigned char *)PyBytes_AS_STRING(item);
-        size = PyBytes_GET_SIZE(item);
-        last = buffer.len - size;  /* the last place a word may start */
-        for (block = 0; found != NULL && block <= last; block += WORD_BLOCK) {
-            Py_ssize_t end = block + WORD_BLOCK <= last + 1 ? block + WORD_BLOCK : last + 1, i;
-            if (!may_start(data, block, end - block, size, word[0], word[size - 1]))
-                continue;
-            for (i = block > free ? block : free; i < end; i++)
-                if (data[i] == word[0] && memcmp(data + i, word, (size_t)size) == 0) {
-                    if (append_offset(starts, i) < 0) {
-                        Py_CLEAR(found);
-                        break;
-                    }
-                    free = i + size;
-                    i = free - 1;
-                }
+        words[w].bytes = (const unsigned char *)PyBytes_AS_STRING(item);
+        words[w].size = PyBytes_GET_SIZE(item);
+        words[w].free = 0;
+        words[w].starts = PyList_New(0);
+        if (words[w].starts == NULL)
+            Py_CLEAR(found);
+        else
+            PyList_SET_ITEM(found, w, words[w].starts);
+    }
+    for (block = 0; found != NULL && block < buffer.len; block += WORD_BLOCK) {
+        for (w = 0; w < count; w++) {
+            const unsigned char *data = buffer.buf;
+            Py_ssize_t end = buffer.len - words[w].size + 1;  /* past the last place it fits */
+            if (block + WORD_BLOCK < end)
+                end = block + WORD_BLOCK;
+            if (block < end && may_start(data, block, end, &words[w])
+                    && add_starts(data, block, end, &words[w]) < 0) {
+                Py_CLEAR(found);
+                break;
+            }
         }
     }
-    Py_DECREF(words);
+done:
+    PyMem_Free(words);
+    Py_XDECREF(items);
     PyBuffer_Release(&buffer);
     return found;
 }
