@@ -13,6 +13,7 @@ from shared_files import CORPUS
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.logs.inputs import opened
+from trainmedic.matching import expressions
 from trainmedic.matching import hyperscan as fast
 from trainmedic.matching.choice import BackendError, matcher_for
 from trainmedic.render.json import to_dict
@@ -174,7 +175,7 @@ def test_both_backends_mark_traceback_lines_at_the_same_characters() -> None:
 ])
 def test_hyperscan_runs_only_what_follows_a_long_gap_when_it_is_rare(pattern: str,
                                                                     runs: str) -> None:
-    assert fast.prefilter(pattern) == runs
+    assert expressions.prefilter(pattern) == runs
 
 
 @pytest.mark.parametrize(("pattern", "runs"), [
@@ -196,12 +197,12 @@ def test_hyperscan_runs_only_what_follows_a_long_gap_when_it_is_rare(pattern: st
     (r"(?:Caught|Raised) \w{1,60} error (\d{1,4})", r"(?:Caught|Raised) \w{1,60} error (\d{1,4})"),
 ])
 def test_hyperscan_leaves_out_an_end_that_ends_in_many_places(pattern: str, runs: str) -> None:
-    assert fast.without_varying_end(pattern) == runs
+    assert expressions.without_varying_end(pattern) == runs
 
 
 def test_a_pattern_read_into_pieces_is_the_same_pattern_joined_again() -> None:
     patterns = [fp.pattern for rule in CATALOGUE.rules for fp in rule.fingerprints]
-    assert all("".join(map(str, fast._pieces(p))) == p for p in patterns)
+    assert all("".join(map(str, expressions._pieces(p))) == p for p in patterns)
 
 
 @pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
@@ -233,7 +234,7 @@ def test_the_part_hyperscan_runs_matches_every_line_the_whole_does() -> None:
     shortened = 0
     for rule in CATALOGUE.rules:
         for fingerprint in rule.fingerprints:
-            part = fast.prefilter(fingerprint.pattern)
+            part = expressions.prefilter(fingerprint.pattern)
             if part == fingerprint.pattern:
                 continue
             shortened += 1
@@ -243,7 +244,7 @@ def test_the_part_hyperscan_runs_matches_every_line_the_whole_does() -> None:
                     if fingerprint.regex.search(line):
                         assert re.search(part, line, flags), (rule.id, line)
         for metric in rule.metric_patterns:
-            part = fast.without_varying_end(metric)
+            part = expressions.without_varying_end(metric)
             for example in rule.examples_match:
                 for line in example.text.splitlines():
                     if re.search(metric, line):

@@ -3,9 +3,9 @@
 Installed with `pip install trainmedic[fast]`. Every fingerprint is compiled in Hyperscan's
 prefilter mode (a superset of the pattern that Hyperscan can run at memory speed, lookarounds
 relaxed; after a long gap, only what follows it; without an end that varies in length: see
-`prefilter`), all of them into one database scanned once per chunk; each candidate line is
-then matched with the real pattern, so the results, named groups included, are exactly those
-of the pure-Python backend.
+`matching.expressions`), all of them into one database scanned once per chunk; each candidate
+line is then matched with the real pattern, so the results, named groups included, are exactly
+those of the pure-Python backend.
 
 A scan needs scratch space that no other scan is using at the same time, so each thread scans
 with a scratch of its own: the language server diagnoses on its event loop and in worker
@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterator
 from functools import cached_property, partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.reader import Chunk, char_offsets, decoded
@@ -59,6 +59,7 @@ def _compiled(expressions: list[bytes], flags: list[int]) -> Any:
     return database
 
 
+EXPRESSIONS = Path(__file__).with_name("expressions.py")  # what turns patterns into expressions
 KEPT_DATABASES = 16  # every catalogue (each edit of a rule pack) compiles to a database of its own
 
 
@@ -71,29 +72,25 @@ def _machine() -> str:
     return platform.machine()
 
 
-def _as_written(pattern: str) -> str:
-    return pattern
-
-
 def _database(patterns: list[str], flags: list[int], expressions: Callable[[], list[bytes]]) -> Any:
     """The compiled database of `expressions()` (what Hyperscan runs for `patterns`), loaded
     from the user cache when this catalogue was compiled before.
 
     Compiling takes about 0.4 s, loading a compiled copy well under a millisecond, and working
     out the expressions 10 ms: they are worked out only to compile. A cached file starts with
-    what it was compiled from (the patterns, their flags, a checksum of this module, which turns
+    what it was compiled from (the patterns, their flags, a checksum of the code that turns
     patterns into expressions, Hyperscan's release and the machine), which must be this
-    catalogue's to be used: its name, a checksum of that,
-    only finds it (hashlib would cost more to import than all of the loading). A cache that
-    cannot be read or written is only a slower start. The cache keeps the KEPT_DATABASES used
-    last: a database is about a megabyte, and each edit of a rule pack makes a new one.
+    catalogue's for the file to be used; the file is named by a checksum of that, which only
+    finds it (hashlib would cost more to import than all of the loading). A cache that cannot
+    be read or written is only a slower start. The cache keeps the KEPT_DATABASES used last: a
+    database is about a megabyte, and each edit of a rule pack makes a new one.
     """
     import zlib
 
     import hyperscan
 
     release = getattr(hyperscan, "__version__", "")  # not importlib.metadata: slow to import
-    code = zlib.crc32(Path(__file__).read_bytes())
+    code = zlib.crc32(EXPRESSIONS.read_bytes(), zlib.crc32(Path(__file__).read_bytes()))
     made_from = repr((release, _machine(), code, patterns, flags)).encode() + b"\n"  # one line
     try:
         cached = cache_folder() / f"hyperscan-{zlib.crc32(made_from):08x}.db"
@@ -139,204 +136,13 @@ def _flags(fingerprint: Fingerprint) -> int:
             | (hyperscan.HS_FLAG_CASELESS if fingerprint.ignore_case else 0))
 
 
-LONG_GAP = 100  # characters: a fingerprint's gap this long may be left out of what Hyperscan runs
-LONG_LITERAL = 8  # characters: the literal the part after the gap must hold, to find it rarely
-_GAP = re.compile(r"\.(?:[*+]|\{\d*,(?P<most>\d*)\})\??")  # `.*`, `.{0,400}?`, ...
-_QUANTIFIER = re.compile(r"[?*+]|\{\d*(?:,\d*)?\}")
-_GLOBAL_FLAGS = re.compile(r"\(\?[aiLmsux]+\)")
-_BACKREFERENCE = re.compile(r"\\\d|\(\?P=")
-
-
-def prefilter(pattern: str) -> str:
-    """What Hyperscan runs for a fingerprint: the part after a long gap (`_after_long_gap`),
-    without the end that varies in length (`without_varying_end`)."""
-    return without_varying_end(_after_long_gap(pattern))
-
-
-def _after_long_gap(pattern: str) -> str:
-    """A fingerprint `X.{0,N}Y` whose gap is long: `Y` alone, if it holds a literal of
-    LONG_LITERAL characters outside its groups.
-
-    Every match of the whole ends where a match of `Y` ends, on the same line, and `re`
-    confirms each candidate line with the whole: the hits are the same, and Hyperscan no longer
-    follows every `X` for N characters. Megatron-LM's step line holds the `X` of the overflow
-    fingerprint ("loss scale: ... | ... skipped iterations: 1"), and following it cost as much
-    as scanning for most of the rest of the catalogue. A pattern with an alternation at its top
-    level, or whose `Y` refers back to `X`, is run whole.
-    """
-    if not any(_long(gap) for gap in _GAP.finditer(pattern)):  # most: not read char by char
-        return pattern
-    depth, cut, position, in_class = 0, 0, 0, False
-    run = longest = 0  # the literal characters in a row after the last long gap, the most so far
-    while position < len(pattern):
-        char, step, literal = pattern[position], 1, False
-        if char == "\\":
-            step, escaped = 2, pattern[position + 1:position + 2]
-            literal = not in_class and depth == 0 and not escaped.isalnum()  # `\.`, not `\d`
-        elif in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            step += pattern.startswith("^", position + 1)
-            step += pattern.startswith("]", position + step)  # a `]` first in a class is in it
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-        elif depth == 0 and char == "|":
-            return pattern
-        elif depth == 0 and (gap := _GAP.match(pattern, position)) is not None:
-            step = gap.end() - position
-            if _long(gap):
-                cut, run, longest = gap.end(), 0, 0
-        elif (quantifier := _QUANTIFIER.match(pattern, position)) is not None:
-            step = quantifier.end() - position
-            if char != "+":
-                run = max(run - 1, 0)  # the character before is optional
-        else:
-            literal = depth == 0 and char not in ".^$"
-        if literal:
-            run += 1
-        else:
-            longest, run = max(longest, run), 0
-        position += step
-    longest = max(longest, run)
-    tail = pattern[cut:]
-    if (not cut or longest < LONG_LITERAL or tail[0] in "*+?{"
-            or _BACKREFERENCE.search(tail)):
-        return pattern
-    flags = _GLOBAL_FLAGS.match(pattern)
-    return (flags.group() if flags else "") + tail
-
-
-def _long(gap: re.Match[str]) -> bool:
-    return not gap["most"] or int(gap["most"]) >= LONG_GAP  # `*`, `+`, `{m,}`, or long
-
-
-# A pattern's pieces: an escape, a class, a group's opening, its close, a quantifier, or one
-# character.
-_TOKEN = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\]\\])*\]|\((?:\?(?:P<\w+>|<[=!]|[:=!]|[aiLmsux-]*:?))?"
-                    rf"|\)|(?:{_QUANTIFIER.pattern})[?+]?|.", re.DOTALL)
-_QUANTIFIERS = "?*+{"
-_FIXED_COUNT = re.compile(r"\{\d+\}[?+]?")
-_ZERO_WIDTH_GROUP = re.compile(r"\(\?(?:<?[=!]|[aiLmsux-]+$)")  # a lookaround, or flags alone
-_ZERO_WIDTH = frozenset({"^", "$", "\\b", "\\B", "\\A", "\\Z"})
-_MAY_VARY_AT_END = re.compile(r"(?:[?*+})$]|\\[bBAZ])$")
-
-
-class _Piece(NamedTuple):
-    """One token of a pattern, or a group with the pieces inside it; with its quantifier."""
-
-    text: str  # the token, or the group's opening
-    inside: list[_Piece] | None  # None: not a group
-    quantifier: str = ""
-
-    def __str__(self) -> str:
-        inside = "" if self.inside is None else "".join(map(str, self.inside)) + ")"
-        return self.text + inside + self.quantifier
-
-    @property
-    def matches_nothing(self) -> bool:
-        return not self.quantifier and (self.text in _ZERO_WIDTH or (
-            self.inside is not None and _ZERO_WIDTH_GROUP.match(self.text) is not None))
-
-    @property
-    def repeats(self) -> bool:
-        return bool(self.quantifier) and not _FIXED_COUNT.fullmatch(self.quantifier)
-
-    @property
-    def literal(self) -> bool:
-        """One character standing for itself, once (`a`, `\\.`; not `\\d`, `.`, a class)."""
-        return self.inside is None and not self.quantifier and self.text not in (".", "^", "$") \
-            and self.text[0] != "[" and not (self.text[0] == "\\" and self.text[1:].isalnum())
-
-
-def _pieces(pattern: str) -> list[_Piece]:
-    """The pattern's top level as pieces; joined again, they are the pattern."""
-    outer: list[_Piece] = []
-    levels = [outer]
-    for token in _TOKEN.finditer(pattern):
-        text, pieces = token.group(), levels[-1]
-        if text[0] in _QUANTIFIERS and pieces and pieces[-1].text != "|":
-            pieces[-1] = pieces[-1]._replace(quantifier=pieces[-1].quantifier + text)
-        elif text[0] == "(":
-            inside: list[_Piece] = []
-            pieces.append(_Piece(text, inside))
-            levels.append(inside)
-        elif text == ")" and len(levels) > 1:
-            levels.pop()
-        else:
-            pieces.append(_Piece(text, None))
-    return outer
-
-
-def _cut_end(pieces: list[_Piece]) -> tuple[list[_Piece], bool]:
-    """The pieces without those at the end that repeat or match nothing (looking into a last
-    group that neither alternates nor repeats), and whether a repeating one went."""
-    end, cut = len(pieces), False
-    while end and (pieces[end - 1].repeats or pieces[end - 1].matches_nothing):
-        cut |= pieces[end - 1].repeats
-        end -= 1
-    last = pieces[end - 1] if end else None  # not a lookaround: those went with the rest
-    if last is not None and last.inside is not None and not last.quantifier \
-            and all(piece.text != "|" for piece in last.inside):
-        inside, cut_inside = _cut_end(last.inside)
-        if cut_inside and inside:
-            return [*pieces[:end - 1], last._replace(inside=inside)], True
-        if cut_inside:  # all of the group went: what is before it may end so too
-            return _cut_end(pieces[:end - 1])[0], True
-    return pieces[:end], cut
-
-
-def without_varying_end(pattern: str) -> str:
-    """`pattern` without what ends it when that can end in several places (a number, a name:
-    `\\d{1,20}`, also at the end of a last group) and what follows that matching no text
-    (`\\b`, a lookahead), if what is left holds a literal of LONG_LITERAL characters outside
-    its groups and its top level does not alternate.
-
-    Hyperscan reports every place a match can end: `reducing loss scale to (?P<scale>[0-9.]+)`
-    ends thirteen times on "... reducing loss scale to 0.00048828125", and each report is a
-    call into Python; the part before the number ends once. Every match of the whole starts
-    with a match of the part, which ends on its line, so that line is still a candidate, and
-    `re` confirms it with the whole.
-    """
-    if not _MAY_VARY_AT_END.search(pattern):
-        return pattern
-    pieces = _pieces(pattern)
-    if any(piece.text == "|" for piece in pieces):
-        return pattern
-    kept, cut = _cut_end(pieces)
-    return "".join(map(str, kept)) if cut and _holds_long_literal(kept) else pattern
-
-
-def _holds_long_literal(pieces: list[_Piece]) -> bool:
-    """Whether every match holds LONG_LITERAL literal characters in a row: at this level, or
-    in each branch of a group that is always there."""
-    run = 0
-    for piece in pieces:
-        if piece.literal:
-            run += 1
-            if run >= LONG_LITERAL:
-                return True
-            continue
-        run = 0
-        if piece.inside is not None and not piece.quantifier and not piece.matches_nothing:
-            branches: list[list[_Piece]] = [[]]
-            for inner in piece.inside:
-                if inner.text == "|":
-                    branches.append([])
-                else:
-                    branches[-1].append(inner)
-            if all(map(_holds_long_literal, branches)):
-                return True
-    return False
-
-
 def refused(catalogue: Catalogue) -> tuple[str, str] | None:
     """The first rule with a fingerprint Hyperscan cannot compile, and Hyperscan's reason;
     None when it compiles them all. Each is compiled alone: for a rule pack, not the whole
     catalogue."""
     import hyperscan
+
+    from trainmedic.matching.expressions import prefilter
 
     for rule in catalogue.rules:
         for fingerprint in rule.fingerprints:
@@ -366,19 +172,25 @@ class HyperscanMatcher(Matcher):
         super().__init__(catalogue)
         signals = signal_patterns(catalogue)
         self._signal_names = list(signals)
-        # Each pattern with what turns it into what Hyperscan runs: worked out only to compile.
-        runs: list[tuple[str, Callable[[str], str]]] = [
-            (p.fingerprint.pattern, prefilter) for p in self.patterns]
-        runs += [(pattern, _as_written if name in SIGNALS else without_varying_end)
-                 for name, pattern in signals.items()]
-        runs += [(re.escape(marker), _as_written) for marker in MARKERS]
+        patterns = [p.fingerprint.pattern for p in self.patterns]
+        patterns += signals.values()
+        patterns += map(re.escape, MARKERS)
         flags = [_flags(p.fingerprint) for p in self.patterns]
         flags += [hyperscan.HS_FLAG_MULTILINE | (
             hyperscan.HS_FLAG_SINGLEMATCH if name in SIGNALS and name != POSITIONED
             else hyperscan.HS_FLAG_PREFILTER) for name in signals]
         flags += [0] * len(MARKERS)
-        self._database = _database([pattern for pattern, _ in runs], flags, lambda: [
-            run(pattern).encode() for pattern, run in runs])
+
+        def expressions() -> list[bytes]:
+            """What Hyperscan runs for each pattern: worked out only to compile."""
+            from trainmedic.matching.expressions import prefilter, without_varying_end
+
+            return [*(prefilter(p.fingerprint.pattern).encode() for p in self.patterns),
+                    *((pattern if name in SIGNALS else without_varying_end(pattern)).encode()
+                      for name, pattern in signals.items()),
+                    *(re.escape(marker).encode() for marker in MARKERS)]
+
+        self._database = _database(patterns, flags, expressions)
         self._local = threading.local()  # a scan needs scratch space of its own per thread
 
     @cached_property
