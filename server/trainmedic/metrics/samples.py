@@ -51,7 +51,7 @@ _SIGNAL_BYTES = {name: re.compile(pattern.encode(), re.MULTILINE)
                  for name, pattern in SIGNALS.items()}
 _SIGNAL_WORDS_BYTES = {name: tuple(word.encode() for word in words)
                        for name, words in SIGNAL_WORDS.items()}
-# The words of scale lines: where the matcher found them when it can (see `_scale_lines`).
+# The words of scale lines, found in a chunk that holds the scale signal (see `_scale_lines`).
 SCALE_WORDS = ("scale", "Skipping step", "skipped iterations")
 _SCALE_WORDS_BYTES = tuple(word.encode() for word in SCALE_WORDS)
 # What a scale line says: the bytes from the word "scale" and from "skipped iterations", the
