@@ -127,7 +127,6 @@ def test_words_are_found_where_python_finds_them(pieces: list[bytes], words: lis
     data = b"".join(pieces)
     expected = [list(samples._found(data, word)) for word in words]
     assert native().word_starts(data, words) == expected
-    assert samples._word_starts(data, words) == expected
 
 
 def test_an_empty_word_is_refused_not_searched_for_ever() -> None:
