@@ -388,10 +388,10 @@ class Diagnoser:
         # A metric line without a rank prefix in a per-rank file (rank3.log) is that rank's:
         # each rank's series and detectors stay its own, as its events do.
         file_rank = rank_of_path(scan.path)
-        for sample, line in scan.samples:
-            number = first + line.number
-            rank = file_rank if line.rank is None else line.rank
-            self.evidence.metrics.feed(sample, Line(line.path, number, line.text, rank))
+        for sample, number_in_chunk, text, line_rank in scan.samples:
+            number = first + number_in_chunk
+            rank = file_rank if line_rank is None else line_rank
+            self.evidence.metrics.feed(sample, Line(scan.path, number, text, rank))
             last_sample[rank] = number
         for event in self.extractor.extract(scan, first, self.times.get(scan.path)):
             self.evidence.add(event)

@@ -87,17 +87,16 @@ class EventExtractor:
         source = self.sources.get(scan.path)
         if source is None:
             source = self.sources[scan.path] = _Source(scan.path)
-        hits = {first_line + line.number: (line, found) for line, found in scan.hits}
+        hits = {first_line + number: (text, found) for number, text, found in scan.hits}
         blocks = _tracebacks(scan, first_line, source)
         for number in sorted(hits.keys() | blocks.keys()):
-            line, found = hits[number] if number in hits else (blocks[number][0], ())
+            text, found = hits[number] if number in hits else (blocks[number][0].text, ())
             block = blocks.get(number)
-            rank, body = source.event_rank(line.text, number, block is not None)
+            rank, body = source.event_rank(text, number, block is not None)
             stamp = source.clock.parse(body)
-            if stamp is None and len(body) < len(line.text):  # the time a frame gave the line
-                stamp = source.clock.parse(line.text[:len(line.text) - len(body)])
-            line = Line(line.path, number, line.text, rank,
-                        stamp if stamp is not None else file_time)
+            if stamp is None and len(body) < len(text):  # the time a frame gave the line
+                stamp = source.clock.parse(text[:len(text) - len(body)])
+            line = Line(scan.path, number, text, rank, stamp if stamp is not None else file_time)
             traceback = block[1] if block else None
             if traceback is not None and traceback.rank is None and rank is not None:
                 traceback = traceback._replace(rank=rank)

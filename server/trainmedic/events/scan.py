@@ -9,8 +9,9 @@ scans in order, each source's after the `SourceStart` that announces it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from typing import Any, NamedTuple
 
 from trainmedic.logs.formats import Source
 from trainmedic.logs.prefixes import census
@@ -27,7 +28,7 @@ from trainmedic.logs.tracebacks import MAX_BLOCK_LINES
 from trainmedic.matching.pasted import PASTE_MAX_BYTES, pasted_hits
 from trainmedic.matching.python import Matcher
 from trainmedic.metrics.samples import Sample, scan_metrics
-from trainmedic.model import Hit, Line
+from trainmedic.model import Hit
 
 # Rank markers are read in a source's whole first chunk, then only in the head of each later
 # one: every rank of a running job prints in every stretch of its log, so the heads keep
@@ -43,19 +44,26 @@ class SourceStart(NamedTuple):
 
 
 class ChunkScan:
-    """What one chunk holds for the diagnosis; line numbers count from its first line, 0."""
+    """What one chunk holds for the diagnosis; line numbers count from its first line, 0.
+
+    Its hit and metric lines are numbers and texts, not Lines: the fold makes their Lines,
+    numbered in the source and with the rank and time read in order, and a worker hands the
+    scan over with no Line to pickle."""
 
     __slots__ = ("_head_lines", "block_lines", "block_starts", "head", "hits", "index", "lines",
                  "path", "ranks", "samples", "size")
 
     def __init__(self, path: str, index: int, size: int, lines: int, ranks: frozenset[int],
-                 hits: tuple[tuple[Line, tuple[Hit, ...]], ...],
-                 samples: tuple[tuple[Sample, Line], ...], block_starts: tuple[int, ...],
+                 hits: tuple[tuple[int, str, tuple[Hit, ...]], ...],
+                 samples: tuple[tuple[Sample, int, str, int | None], ...],
+                 block_starts: tuple[int, ...],
                  head: bytes | None, block_lines: dict[int, str]) -> None:
         self.path = path
         self.index = index  # the chunk's index in its source
         self.size = size  # the bytes the chunk was read from
-        self.lines, self.ranks, self.hits, self.samples = lines, ranks, hits, samples
+        self.lines, self.ranks = lines, ranks
+        self.hits = hits  # each hit line's number, its text (cut as a Line keeps it), its hits
+        self.samples = samples  # each sample, its line's number, text and rank
         self.block_starts = block_starts  # lines that open a traceback or chain one to the next
         # The first MAX_BLOCK_LINES lines, for a traceback open from the chunk before; None
         # when they were left in the file (a worker's scan): few chunks continue a traceback,
@@ -63,6 +71,16 @@ class ChunkScan:
         self.head = head
         self.block_lines = block_lines  # the lines after the head a traceback may run through
         self._head_lines: list[str] | None = None  # the head's, split when first asked for
+
+    def __reduce__(self) -> tuple[Callable[..., ChunkScan], tuple[object, ...]]:
+        """A worker hands scans over as plain tuples: pickle calls Python code for each named
+        tuple (a flood chunk holds thousands of hits), and for a builtin tuple it does not."""
+        return _unpickled, (
+            self.path, self.index, self.size, self.lines, self.ranks,
+            tuple([(number, text, tuple(map(tuple, hits))) for number, text, hits in self.hits]),
+            tuple([(tuple(sample), number, text, rank)
+                   for sample, number, text, rank in self.samples]),
+            self.block_starts, self.head, self.block_lines)
 
     def block_line(self, number: int) -> str:
         """Line `number` of the chunk, one a traceback may run through (cut as a Line keeps it)."""
@@ -76,6 +94,21 @@ class ChunkScan:
             lines = self._head_lines
             return capped(lines[number]) if number < len(lines) else ""  # the file shrank
         return self.block_lines[number]
+
+
+def _unpickled(path: str, index: int, size: int, lines: int, ranks: frozenset[int],
+               hits: tuple[tuple[int, str, tuple[tuple[Any, ...], ...]], ...],
+               samples: tuple[tuple[tuple[Any, ...], int, str, int | None], ...],
+               block_starts: tuple[int, ...], head: bytes | None,
+               block_lines: dict[int, str]) -> ChunkScan:
+    """A scan from what `ChunkScan.__reduce__` made of it, each named tuple built by
+    `tuple.__new__` (in C: its class's constructor is Python code)."""
+    hit, sample = partial(tuple.__new__, Hit), partial(tuple.__new__, Sample)
+    return ChunkScan(
+        path, index, size, lines, ranks,
+        tuple([(number, text, tuple(map(hit, found))) for number, text, found in hits]),
+        tuple([(sample(values), number, text, rank) for values, number, text, rank in samples]),
+        block_starts, head, block_lines)
 
 
 def _lines_end(data: bytes, start: int, count: int) -> int:
@@ -134,7 +167,7 @@ class Scanner:
         """The chunk's scan; without `keep_head` its first lines are left in its file (a
         regular file's: they are read from it again if a traceback runs into them)."""
         data = chunk.data
-        found: dict[int, tuple[Line, list[Hit]]] = {}
+        found: dict[int, tuple[int, str, list[Hit]]] = {}
         hits, signals, marks, metric_lines, positioned = self.matcher.find_chunk(chunk)
         if len(data) <= PASTE_MAX_BYTES:
             text = chunk.text
@@ -145,14 +178,17 @@ class Scanner:
         for offset, hit in sorted(hits, key=lambda item: item[0]):
             number = numbers.at(offset)
             if number not in found:
-                found[number] = (chunk.line_at(offset, number), [])
-            found[number][1].append(hit)
+                found[number] = (number, capped(chunk.line(offset)), [])
+            found[number][2].append(hit)
         head_end = _head_end(data) if keep_head or marks else 0  # a worker's quiet chunk: none
         starts, kept = _block_lines(data, marks, head_end, numbers) if marks else ((), {})
-        samples = tuple(scan_metrics(chunk, signals, numbers, self.metric_patterns,
-                                     metric_lines, positioned))
+        samples = tuple((sample, line.number, line.text, line.rank)
+                        for sample, line in scan_metrics(chunk, signals, numbers,
+                                                         self.metric_patterns, metric_lines,
+                                                         positioned))
         ranks = census(decoded(data if chunk.index == 0 else data[:CENSUS_SPAN]))
         return ChunkScan(
             chunk.path, chunk.index, chunk.size, numbers.at(len(data)), frozenset(ranks),
-            tuple((line, tuple(hits)) for line, hits in found.values()), samples, starts,
+            tuple((number, text, tuple(hits)) for number, text, hits in found.values()),
+            samples, starts,
             data[:head_end] if keep_head else None, kept)

@@ -79,10 +79,6 @@ class Chunk:
         end = self.data.find(b"\n", offset)
         return decoded(self.data[self.data.rfind(b"\n", 0, offset) + 1 : end if end >= 0 else None])
 
-    def line_at(self, offset: int, number: int) -> Line:
-        """The line around `offset`, numbered `number`, cut to what a Line keeps."""
-        return Line(self.path, number, capped(self.line(offset)))
-
     def lines(self) -> list[str]:
         return [decoded(line) for line in self.data[:-1].split(b"\n")] if self.data else []
 
