@@ -13,6 +13,7 @@ from shared_files import CORPUS
 from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.logs.inputs import opened
+from trainmedic.logs.reader import Chunk
 from trainmedic.matching import expressions
 from trainmedic.matching import hyperscan as fast
 from trainmedic.matching.choice import BackendError, matcher_for
@@ -64,6 +65,21 @@ def test_backends_agree_on_lines_holding_thousands_of_matches() -> None:
     assert len(pure.hits) > 5000
     assert (pure.signals, pure.marks, pure.metric_lines) == \
         (fast_found.signals, fast_found.marks, fast_found.metric_lines)
+
+
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+def test_a_line_said_again_is_matched_again_at_its_own_place() -> None:
+    """Hyperscan confirms a line it has seen in the chunk once; its hits are then placed at
+    each line saying it, behind characters of several bytes too (the offsets are bytes)."""
+    overflow = (b"[default0]:[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: "
+                b"1.0, reducing to 1.0\n")  # deepspeed/runtime/fp16/loss_scaler.py
+    odd = "h\u00e9 \u2014 ".encode()  # before it on its line: characters of 2 and 3 bytes
+    data = (overflow * 3 + odd + overflow + b"step 4 loss=2.31\n" + odd + overflow) * 2
+    chunk = Chunk("<test>", data, 0, len(data))
+    python, native = (matcher_for(CATALOGUE, backend) for backend in ("python", "hyperscan"))
+    pure, fast_found = python.find_chunk(chunk), native.find_chunk(chunk)
+    assert sorted(map(repr, pure.hits)) == sorted(map(repr, fast_found.hits))
+    assert len({offset for offset, _ in fast_found.hits}) == 10
 
 
 @pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")

@@ -255,24 +255,32 @@ class HyperscanMatcher(Matcher):
         hits: list[tuple[int, Hit]] = []
         marks: list[int] = []
         metric_lines: list[int] = []
+        # Each line's matches of each pattern, at bytes from its start. A failing run repeats
+        # its evidence word for word (an fp16 scaler's overflow line at every step), and each
+        # confirmation costs a regex with its groups and conditions.
+        confirmed: dict[tuple[int, bytes], list[tuple[int, Hit]]] = {}
         for offset, index in sorted(candidates):
             if index == _MARK:
                 marks.append(offset)
                 continue
             end = data.find(b"\n", offset)
             raw = data[offset:end if end >= 0 else len(data)]
-            line = decoded(raw)
             if index >= _METRIC:
                 name = self._signal_names[index - _METRIC]
-                if self._prefiltered[name].search(line):
+                if self._prefiltered[name].search(decoded(raw)):
                     signals.add(name)
                     if not metric_lines or metric_lines[-1] != offset:
                         metric_lines.append(offset)
                 continue
-            ascii_only = len(raw) == len(line)
-            hits.extend((offset + (start if ascii_only else  # U+FFFD stands for 1 to 3 bytes
-                                   min(len(line[:start].encode()), len(raw))), hit)
-                        for start, hit in self._confirm(self.patterns[index], line))
+            found = confirmed.get((index, raw))
+            if found is None:
+                line = decoded(raw)
+                ascii_only = len(raw) == len(line)
+                found = confirmed[index, raw] = [
+                    (start if ascii_only else  # U+FFFD stands for 1 to 3 bytes
+                     min(len(line[:start].encode()), len(raw)), hit)
+                    for start, hit in self._confirm(self.patterns[index], line)]
+            hits.extend((offset + start, hit) for start, hit in found)
         return hits, marks, metric_lines
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:

@@ -402,16 +402,23 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
         repeats = _scale_lines(data, short, {data.rfind(b"\n", 0, t) + 1 for t in triggers})
         triggers.extend(repeats)
     triggers = sorted(set(triggers))
+    # Each line's rank and sample, read once per chunk: an overflowing fp16 run prints the
+    # same scaler line at every step, each of which is read (see `_scale_lines`).
+    read: dict[str, tuple[int | None, Sample | None]] = {}
     end = -1
     for position in triggers:
         if position <= end:
             continue  # another metric word on a line already read
         start = data.rfind(b"\n", 0, position) + 1
         end = data.find(b"\n", position)
-        number = lines.at(start)
         text = decoded(data[start:end])
-        rank, body = parse_rank(text)
-        sample = parse_sample(body, extra, repeats.get(start, 0))
+        known = read.get(text)
+        if known is None:
+            rank, body = parse_rank(text)
+            known = read[text] = rank, parse_sample(body, extra)
+        rank, sample = known
         if sample is None:
             continue
-        yield sample, Line(chunk.path, number, text[:MAX_LINE_CHARS], rank)
+        if start in repeats:
+            sample = sample._replace(repeats=repeats[start])
+        yield sample, Line(chunk.path, lines.at(start), text[:MAX_LINE_CHARS], rank)
