@@ -31,11 +31,12 @@ class _Source:
         rank, body = parse_rank(text)
         return (self.rank if rank is None else rank), body
 
-    def event_rank(self, text: str, number: int,
-                   ends_traceback: bool) -> tuple[int | None, str]:
-        """The rank of event line `number`: its own, else that of the error being relayed,
-        which runs to the end of the next traceback (at most MAX_BLOCK_LINES lines on)."""
-        rank, body = self.rank_of(text)
+    def event_rank(self, own: int | None, body: str, number: int,
+                   ends_traceback: bool) -> int | None:
+        """The rank of event line `number` (`own` and `body` as `parse_rank` reads it): its
+        own, else its file's, else that of the error being relayed, which runs to the end of
+        the next traceback (at most MAX_BLOCK_LINES lines on)."""
+        rank = self.rank if own is None else own
         relayed = relayed_rank(body)
         if relayed is not None:
             self.relayed = relayed, number
@@ -45,7 +46,7 @@ class _Source:
             rank = self.relayed[0]
             if ends_traceback:
                 self.relayed = None
-        return rank, body
+        return rank
 
 
 def _tracebacks(scan: ChunkScan, first_line: int,
@@ -87,12 +88,18 @@ class EventExtractor:
         source = self.sources.get(scan.path)
         if source is None:
             source = self.sources[scan.path] = _Source(scan.path)
-        hits = {first_line + number: (text, found) for number, text, found in scan.hits}
+        hits = {first_line + number: (text, own, body_start, found)
+                for number, text, own, body_start, found in scan.hits}
         blocks = _tracebacks(scan, first_line, source)
         for number in sorted(hits.keys() | blocks.keys()):
-            text, found = hits[number] if number in hits else (blocks[number][0].text, ())
             block = blocks.get(number)
-            rank, body = source.event_rank(text, number, block is not None)
+            if number in hits:
+                text, own, body_start, found = hits[number]
+                body = text[body_start:]
+            else:
+                text, found = blocks[number][0].text, ()
+                own, body = parse_rank(text)
+            rank = source.event_rank(own, body, number, block is not None)
             stamp = source.clock.parse(body)
             if stamp is None and len(body) < len(text):  # the time a frame gave the line
                 stamp = source.clock.parse(text[:len(text) - len(body)])

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from trainmedic.logs.formats import Source
-from trainmedic.logs.prefixes import census
+from trainmedic.logs.prefixes import census, parse_rank
 from trainmedic.logs.reader import (
     Chunk,
     LineCounter,
@@ -54,7 +54,7 @@ class ChunkScan:
                  "path", "ranks", "samples", "size")
 
     def __init__(self, path: str, index: int, size: int, lines: int, ranks: frozenset[int],
-                 hits: tuple[tuple[int, str, tuple[Hit, ...]], ...],
+                 hits: tuple[tuple[int, str, int | None, int, tuple[Hit, ...]], ...],
                  samples: tuple[tuple[Sample, int, str, int | None], ...],
                  block_starts: tuple[int, ...],
                  head: bytes | None, block_lines: dict[int, str]) -> None:
@@ -62,7 +62,9 @@ class ChunkScan:
         self.index = index  # the chunk's index in its source
         self.size = size  # the bytes the chunk was read from
         self.lines, self.ranks = lines, ranks
-        self.hits = hits  # each hit line's number, its text (cut as a Line keeps it), its hits
+        # Each hit line's number, its text (cut as a Line keeps it), the rank its prefixes or
+        # text name and where its prefixes end (`parse_rank`, read in the worker), its hits.
+        self.hits = hits
         self.samples = samples  # each sample, its line's number, text and rank
         self.block_starts = block_starts  # lines that open a traceback or chain one to the next
         # The first MAX_BLOCK_LINES lines, for a traceback open from the chunk before; None
@@ -77,7 +79,7 @@ class ChunkScan:
         tuple (a flood chunk holds thousands of hits), and for a builtin tuple it does not."""
         return _unpickled, (
             self.path, self.index, self.size, self.lines, self.ranks,
-            tuple([(number, text, tuple(map(tuple, hits))) for number, text, hits in self.hits]),
+            tuple([(*line, tuple(map(tuple, hits))) for *line, hits in self.hits]),
             tuple([(tuple(sample), number, text, rank)
                    for sample, number, text, rank in self.samples]),
             self.block_starts, self.head, self.block_lines)
@@ -97,7 +99,7 @@ class ChunkScan:
 
 
 def _unpickled(path: str, index: int, size: int, lines: int, ranks: frozenset[int],
-               hits: tuple[tuple[int, str, tuple[tuple[Any, ...], ...]], ...],
+               hits: tuple[tuple[int, str, int | None, int, tuple[tuple[Any, ...], ...]], ...],
                samples: tuple[tuple[tuple[Any, ...], int, str, int | None], ...],
                block_starts: tuple[int, ...], head: bytes | None,
                block_lines: dict[int, str]) -> ChunkScan:
@@ -106,9 +108,18 @@ def _unpickled(path: str, index: int, size: int, lines: int, ranks: frozenset[in
     hit, sample = partial(tuple.__new__, Hit), partial(tuple.__new__, Sample)
     return ChunkScan(
         path, index, size, lines, ranks,
-        tuple([(number, text, tuple(map(hit, found))) for number, text, found in hits]),
+        tuple([(number, text, rank, body, tuple(map(hit, found)))
+               for number, text, rank, body, found in hits]),
         tuple([(sample(values), number, text, rank) for values, number, text, rank in samples]),
         block_starts, head, block_lines)
+
+
+def _prefixed(text: str) -> tuple[int | None, int]:
+    """The rank a line's prefixes or text name, and where its prefixes end (`parse_rank`):
+    read where the chunk is scanned, for every hit line of a failure's flood, and not where
+    the scans are folded, one after the other."""
+    rank, body = parse_rank(text)
+    return rank, len(text) - len(body)
 
 
 def _lines_end(data: bytes, start: int, count: int) -> int:
@@ -189,6 +200,7 @@ class Scanner:
         ranks = census(decoded(data if chunk.index == 0 else data[:CENSUS_SPAN]))
         return ChunkScan(
             chunk.path, chunk.index, chunk.size, numbers.at(len(data)), frozenset(ranks),
-            tuple((number, text, tuple(hits)) for number, text, hits in found.values()),
+            tuple((number, text, *_prefixed(text), tuple(hits))
+                  for number, text, hits in found.values()),
             samples, starts,
             data[:head_end] if keep_head else None, kept)
