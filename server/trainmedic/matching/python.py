@@ -309,10 +309,13 @@ class _Chunk(_Shapes):
         """(start, text) of each line where `regex` matches, in order."""
         if not self._shapes_match(prefilter, regex):
             return
-        text = self.text
+        text, matched = self.text, dict[str, bool]()  # a line said again: whether it matched
         for start, end in self.lines_of(prefilter.found):
             line = text[start:end]
-            if self._matches(prefilter, regex, line):  # most lines holding a literal do not
+            found = matched.get(line)
+            if found is None:  # most lines holding a literal do not match
+                found = matched[line] = self._matches(prefilter, regex, line)
+            if found:
                 yield start, line
 
 
@@ -498,8 +501,12 @@ class Matcher:
             yield from self._confirm(pattern, text)
         for pattern in self._candidates(chunk):
             assert pattern.prefilter is not None  # a candidate for holding its literal
+            confirmed: dict[str, list[tuple[int, Hit]]] = {}  # a line said again: its hits
             for start, line in chunk.matching_lines(pattern.prefilter, pattern.fingerprint.regex):
-                for offset, hit in self._confirm(pattern, line):
+                found = confirmed.get(line)
+                if found is None:
+                    found = confirmed[line] = list(self._confirm(pattern, line))
+                for offset, hit in found:
                     yield start + offset, hit
 
     def scan(self, text: str) -> Iterator[tuple[int, Hit]]:
