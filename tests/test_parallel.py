@@ -142,14 +142,53 @@ def test_a_worker_that_dies_is_one_clear_error(big_log: Path,
         answer([str(big_log)], 2)
 
 
-def test_small_inputs_and_forced_single_job_read_in_one_process(big_log: Path,
-                                                                tmp_path: Path) -> None:
-    small = tmp_path / "a.log"
-    small.write_text("step 1 loss=1.0\n", "utf-8")
-    assert parallel.jobs_for(total_size([str(small)]), None) == 1
-    assert parallel.jobs_for(total_size([str(big_log)]), 1) == 1
-    assert parallel.jobs_for(total_size([str(big_log)] * 6), 3) == 3  # 36 MiB in all
+def test_a_forced_single_job_reads_in_one_process(big_log: Path) -> None:
+    assert parallel.jobs_for(1) == 1
+    assert parallel.jobs_for(3) == 3
+    assert parallel.jobs_for(None) == parallel.cores()
     assert total_size([str(big_log)] * 6, 1 << 20) == 6 << 20  # --max-bytes 1M of each
+
+
+def _pieces_noted(path: str, first: int, stop: int | None, folder: str) -> str:
+    """A worker's scan that leaves its process id and first chunk behind."""
+    Path(os.environ[PIDS], f"{os.getpid()}-{first}").touch()
+    return _scan_piece(path, first, stop, folder)
+
+
+@pytest.mark.parametrize("dense_from", [None, 1])
+def test_a_small_input_goes_to_workers_only_from_a_chunk_dense_with_evidence(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dense_from: int | None) -> None:
+    """Below PARALLEL_MIN_BYTES the chunks are read here; after the first one holding
+    DENSE_LINES hit and metric lines, with DENSE_MIN_CHUNKS or more to go, the workers read
+    the rest. The answer is the one a single process gives."""
+    monkeypatch.setattr(parallel, "DENSE_LINES", 100)
+    overflow = ("[default{}]:[deepspeed] OVERFLOW! Rank {} Skipping step. Attempted loss scale: "
+                "1.0, reducing to 1.0\n")  # deepspeed/runtime/fp16/loss_scaler.py
+    lines, size = [], 0
+    while size < 6 * CHUNK_BYTES - 100:
+        dense = dense_from is not None and size >= dense_from * CHUNK_BYTES
+        rank = len(lines) % 8
+        lines.append(overflow.format(rank, rank) if dense and len(lines) % 50 == 0 else
+                     f"[default{rank}]:step {len(lines)} tokens/s 1234\n")
+        size += len(lines[-1])
+    log = tmp_path / "job.log"
+    log.write_text("".join(lines), "utf-8")
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv(PIDS, str(pids))
+    monkeypatch.setattr(parallel, "_scan_piece", _pieces_noted)
+
+    def read(jobs: int) -> dict[str, object]:
+        with opened([str(log)]) as streams:
+            return to_dict(diagnose(streams, CATALOGUE, jobs=jobs, total_bytes=size), CATALOGUE)
+
+    assert read(2) == read(1)
+    noted = [name.split("-") for name in os.listdir(pids)]
+    if dense_from is None:
+        assert noted == []  # all of it read here
+    else:
+        assert min(int(first) for _, first in noted) == dense_from + 1
+        assert str(os.getpid()) not in {pid for pid, _ in noted}
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -225,15 +225,15 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             print(f"trainmedic: --jobs {args.jobs} capped at the {cores()} cores here",
                   file=sys.stderr)
         args.jobs = cores()
-    jobs = 1 if args.max_bytes else jobs_for(total, args.jobs)
+    jobs = 1 if args.max_bytes else jobs_for(args.jobs)
     if args.verbose:
-        print(f"trainmedic: reading with {jobs} process{'es' if jobs > 1 else ''}",
+        print(f"trainmedic: reading with up to {jobs} process{'es' if jobs > 1 else ''}",
               file=sys.stderr)
     reporting = sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES
     try:
         with opened(files, args.max_bytes) as streams:
             diagnosis = diagnose(streams, catalogue, matcher, jobs,
-                                 _progress(total) if reporting else None)
+                                 _progress(total) if reporting else None, total_bytes=total)
     except WorkerError as error:
         return _fail(str(error), EXIT_INPUT)
     if reporting:
@@ -316,8 +316,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         else " (pip install 'trainmedic[fast]' for the native one)"))
     print("scan loops: " + ("C (trainmedic-native)" if NATIVE_LOOPS
                             else "Python (pip install 'trainmedic[fast]' for the C ones)"))
-    print(f"processes: {jobs_for(PARALLEL_MIN_BYTES, None)} for inputs of "
-          f"{PARALLEL_MIN_BYTES >> 20} MiB or more (diagnose --jobs N to change)")
+    print(f"processes: {jobs_for(None)} for inputs of {PARALLEL_MIN_BYTES >> 20} MiB or more, "
+          "or dense with evidence (diagnose --jobs N to change)")
     print(f"probes: {'torch found' if torch else 'torch not installed: probes cannot run here'}")
     return EXIT_OK
 
@@ -458,7 +458,8 @@ def _add_diagnose(commands: Commands[_Parser], rules_option: _Parser) -> None:
                                f"{STDIN_MAX_BYTES >> 30} GiB of standard input")
     diagnose.add_argument("--jobs", "-j", type=_jobs, metavar="N",
                           help="processes to read big inputs with (default: every core); "
-                               "inputs under 32 MB, stdin and --max-bytes read in one. "
+                               "inputs under 32 MB read in one unless they prove dense with "
+                               "evidence, stdin and --max-bytes in one. "
                                "Results are identical whatever N is")
     diagnose.set_defaults(func=cmd_diagnose)
 

@@ -407,12 +407,12 @@ class Diagnoser:
 def diagnose(inputs: Iterable[tuple[str, BinaryIO]], catalogue: Catalogue,
              matcher: Matcher | None = None, jobs: int = 1,
              progress: Callable[[int], None] | None = None,
-             submit: Submit | None = None) -> Diagnosis:
-    """Read every input once and diagnose them together as one run, in `jobs` processes
-    (kept by the caller when it gives `submit`, see `scans`); `progress` hears how many bytes
-    are done."""
+             submit: Submit | None = None, total_bytes: int | None = None) -> Diagnosis:
+    """Read every input once and diagnose them together as one run, in up to `jobs` processes
+    (kept by the caller when it gives `submit`; `total_bytes`, what the inputs hold, tells
+    which: see `scans`); `progress` hears how many bytes are done."""
     diagnoser = Diagnoser(catalogue, matcher, progress)
-    for item in scans(diagnoser.scanner, inputs, jobs, submit):
+    for item in scans(diagnoser.scanner, inputs, jobs, submit, total_bytes):
         diagnoser.feed(item)
     return diagnoser.diagnosis()
 

@@ -16,8 +16,8 @@ import os
 import signal
 import stat
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, BinaryIO
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
 from trainmedic.logs.formats import adapt
@@ -30,6 +30,12 @@ if TYPE_CHECKING:
 PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over costs little
 PARALLEL_MIN_BYTES = 32 * CHUNK_BYTES  # below this, starting workers costs more than it saves
 TASKS_PER_WORKER = 4  # queued ahead, so no worker waits and memory stays bounded
+# ...unless the chunks are dense with evidence: each hit or metric line costs about 25 µs to
+# scan and fold, a chunk of plain lines about 4 ms. A chunk holding DENSE_LINES of them (an
+# fp16 run overflowing at every step, a job's failure flood) costs ten times that, and with
+# DENSE_MIN_CHUNKS more to go, workers then pay for their start several times over.
+DENSE_LINES = 1000
+DENSE_MIN_CHUNKS = 4
 
 # Hands a piece of a file (path, first chunk, stop chunk or None for the end) to a worker, which
 # hands its scans over in a file in a folder (the last argument) and answers with its name.
@@ -85,20 +91,20 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-def jobs_for(total_bytes: int, requested: int | None) -> int:
-    """How many processes to read inputs of `total_bytes` with: all cores (or `requested`) for
-    big inputs, one for small ones, and one where processes cannot be forked."""
+def jobs_for(requested: int | None) -> int:
+    """How many processes inputs may be read with (see `scans` for which are): all cores (or
+    `requested`), and one where processes cannot be forked."""
     if requested == 1 or not hasattr(os, "fork"):
         return 1
-    return (requested or cores()) if total_bytes >= PARALLEL_MIN_BYTES else 1
+    return requested or cores()
 
 
-def pieces(chunks: int, jobs: int) -> Iterator[tuple[int, int | None]]:
-    """A file of `chunks` chunks cut into pieces (first chunk, stop chunk; None: to the end)
-    for `jobs` workers: PIECE_CHUNKS chunks each, then fewer toward the end, down to one. A
-    run's failure floods its log's last lines (every rank of a large job reports its timeout),
-    and one piece holding all of them kept one worker busy while the others had finished."""
-    first = 0
+def pieces(chunks: int, jobs: int, first: int = 0) -> Iterator[tuple[int, int | None]]:
+    """A file of `chunks` chunks from chunk `first` on cut into pieces (first chunk, stop
+    chunk; None: to the end) for `jobs` workers: PIECE_CHUNKS chunks each, then fewer toward
+    the end, down to one. A run's failure floods its log's last lines (every rank of a large
+    job reports its timeout), and one piece holding all of them kept one worker busy while
+    the others had finished."""
     while True:
         stop = first + max(1, min(PIECE_CHUNKS, (chunks - first) // (2 * jobs)))
         if stop >= chunks:
@@ -119,69 +125,126 @@ def _plain_file_size(path: str, stream: BinaryIO) -> int | None:
     return status.st_size
 
 
-def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 1,
-          submit: Submit | None = None) -> Iterator[SourceStart | ChunkScan]:
-    """Every input's `SourceStart` and chunk scans, in input order, scanned in `jobs` processes.
+def _read_here(scanner: Scanner, path: str, chunks: int) -> Generator[ChunkScan, None, int]:
+    """The scans of the file's chunks, read in this process until one proves dense with
+    evidence and DENSE_MIN_CHUNKS or more follow it (of `chunks`); the chunk to go on from."""
+    for chunk in read_part(path, 0, None):
+        scan = scanner.scan(chunk)
+        yield scan
+        if len(scan.hits) + len(scan.samples) >= DENSE_LINES and \
+                chunks - chunk.index > DENSE_MIN_CHUNKS:
+            return chunk.index + 1
+    return chunks
 
-    Regular files are cut into pieces for the workers; stdin, error files and bounded streams
-    are scanned here, in their place, after everything queued before them. The workers are
-    forked for this call, unless `submit` hands the pieces to workers the caller keeps (with
-    the same `scanner`'s rules); then the pieces left when the scans stop are cancelled."""
+
+class _Handed:
+    """The pieces handed to workers, in order, and the workers: forked when first needed,
+    unless the caller keeps its own (`submit`)."""
+
+    def __init__(self, scanner: Scanner, jobs: int, submit: Submit | None) -> None:
+        self.scanner, self.jobs, self.submit = scanner, jobs, submit
+        self.queued: deque[Future[str]] = deque()
+        self.pool: Any = None
+        self.folder: Any = None  # where the workers hand their scans over
+
+    def queue(self, path: str, first: int, stop: int | None) -> None:
+        # here: a small input's start never pays for these imports
+        import tempfile
+        from concurrent.futures.process import BrokenProcessPool
+
+        if self.submit is None:
+            self.pool, self.submit = _forked(self.scanner, self.jobs)
+        if self.folder is None:
+            self.folder = tempfile.TemporaryDirectory(prefix="trainmedic-")
+        try:
+            self.queued.append(self.submit(path, first, stop, self.folder.name))
+        except BrokenProcessPool:
+            raise _died() from None
+
+    def oldest(self) -> list[ChunkScan]:
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return taken(self.queued.popleft().result())
+        except BrokenProcessPool:
+            raise _died() from None
+
+    def close(self) -> None:
+        """Stop the workers forked here, cancel the pieces left, remove what they handed."""
+        if self.pool is not None:
+            import gc
+
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            gc.unfreeze()
+        for future in self.queued:
+            future.cancel()
+        if self.folder is not None:
+            self.folder.cleanup()
+
+
+def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 1,
+          submit: Submit | None = None,
+          total_bytes: int | None = None) -> Iterator[SourceStart | ChunkScan]:
+    """Every input's `SourceStart` and chunk scans, in input order, scanned in up to `jobs`
+    processes.
+
+    Regular files are cut into pieces for the workers when the inputs hold PARALLEL_MIN_BYTES
+    or more (`total_bytes`; None: that many). Fewer bytes are read here, chunk by chunk, until
+    a chunk proves dense with evidence (see DENSE_LINES) and DENSE_MIN_CHUNKS or more follow
+    it: the rest of its file goes to the workers, and the files after it. stdin, error files
+    and bounded streams are scanned here, in their place, after everything queued before them.
+    The workers are forked for this call when first needed, unless `submit` hands the pieces
+    to workers the caller keeps (with the same `scanner`'s rules); then the pieces left when
+    the scans stop are cancelled."""
     if jobs <= 1:
         for path, stream in inputs:  # one input at a time: each may be opened lazily
             yield from scanner.scan_source(adapt(path, stream))
         return
-    import gc
-    import multiprocessing  # here: a small input's start never pays for these imports
-    import tempfile
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
-
-    pool = None
-    if submit is None:
-        gc.freeze()  # until the workers are done, the collector leaves the objects they
-        # inherit alone, so that they keep sharing their pages with this process
-        pool = forked = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
-                                            initializer=_start_worker, initargs=(scanner,))
-
-        def submit(path: str, first: int, stop: int | None, folder: str) -> Future[str]:
-            return forked.submit(_scan_piece, path, first, stop, folder)
-    queued: deque[Future[str]] = deque()
-    died = WorkerError("a worker process died, perhaps out of memory; try --jobs 1")
-    handed = tempfile.TemporaryDirectory(prefix="trainmedic-")  # what the workers hand over
-
-    def oldest() -> list[ChunkScan]:
-        try:
-            return taken(queued.popleft().result())
-        except BrokenProcessPool:
-            raise died from None
-
-    def queue(path: str, first: int, stop: int | None) -> None:
-        try:
-            queued.append(submit(path, first, stop, handed.name))
-        except BrokenProcessPool:
-            raise died from None
-
+    parallel = total_bytes is None or total_bytes >= PARALLEL_MIN_BYTES
+    handed = _Handed(scanner, jobs, submit)
     try:
         for path, stream in inputs:
             source = adapt(path, stream)
             size = _plain_file_size(path, stream) if source.stream is stream else None
             if size is None:
-                while queued:
-                    yield from oldest()
+                while handed.queued:
+                    yield from handed.oldest()
                 yield from scanner.scan_source(source)
                 continue
             yield SourceStart(path)
-            for first, stop in pieces(-(-size // CHUNK_BYTES), jobs):
-                queue(path, first, stop)
-                while len(queued) > jobs * TASKS_PER_WORKER:
-                    yield from oldest()
-        while queued:
-            yield from oldest()
+            chunks, first = -(-size // CHUNK_BYTES), 0
+            if not parallel:
+                first = yield from _read_here(scanner, path, chunks)
+                parallel = first < chunks
+                if not parallel:
+                    continue
+            for start, stop in pieces(chunks, jobs, first):
+                handed.queue(path, start, stop)
+                while len(handed.queued) > jobs * TASKS_PER_WORKER:
+                    yield from handed.oldest()
+        while handed.queued:
+            yield from handed.oldest()
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-            gc.unfreeze()
-        for future in queued:
-            future.cancel()
-        handed.cleanup()
+        handed.close()
+
+
+def _forked(scanner: Scanner, jobs: int) -> tuple[Any, Submit]:
+    """A pool of `jobs` worker processes forked from this one, each with `scanner`, and what
+    hands them a piece."""
+    import gc
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    gc.freeze()  # until the workers are done, the collector leaves the objects they inherit
+    # alone, so that they keep sharing their pages with this process
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_start_worker, initargs=(scanner,))
+
+    def submit(path: str, first: int, stop: int | None, folder: str) -> Future[str]:
+        return pool.submit(_scan_piece, path, first, stop, folder)
+
+    return pool, submit
+
+
+def _died() -> WorkerError:
+    return WorkerError("a worker process died, perhaps out of memory; try --jobs 1")

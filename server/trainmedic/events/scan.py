@@ -114,12 +114,16 @@ def _unpickled(path: str, index: int, size: int, lines: int, ranks: frozenset[in
         block_starts, head, block_lines)
 
 
-def _prefixed(text: str) -> tuple[int | None, int]:
+def _prefixed(text: str, known: dict[str, tuple[int | None, int]]) -> tuple[int | None, int]:
     """The rank a line's prefixes or text name, and where its prefixes end (`parse_rank`):
     read where the chunk is scanned, for every hit line of a failure's flood, and not where
-    the scans are folded, one after the other."""
-    rank, body = parse_rank(text)
-    return rank, len(text) - len(body)
+    the scans are folded, one after the other. `known` holds the chunk's lines read before: a
+    failing run repeats its evidence word for word."""
+    found = known.get(text)
+    if found is None:
+        rank, body = parse_rank(text)
+        found = known[text] = rank, len(text) - len(body)
+    return found
 
 
 def _lines_end(data: bytes, start: int, count: int) -> int:
@@ -198,9 +202,10 @@ class Scanner:
                                                          self.metric_patterns, metric_lines,
                                                          positioned))
         ranks = census(decoded(data if chunk.index == 0 else data[:CENSUS_SPAN]))
+        prefixed: dict[str, tuple[int | None, int]] = {}
         return ChunkScan(
             chunk.path, chunk.index, chunk.size, numbers.at(len(data)), frozenset(ranks),
-            tuple((number, text, *_prefixed(text), tuple(hits))
+            tuple((number, text, *_prefixed(text, prefixed), tuple(hits))
                   for number, text, hits in found.values()),
             samples, starts,
             data[:head_end] if keep_head else None, kept)

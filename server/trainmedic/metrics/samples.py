@@ -419,6 +419,6 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
         rank, sample = known
         if sample is None:
             continue
-        if start in repeats:
+        if repeats.get(start):
             sample = sample._replace(repeats=repeats[start])
         yield sample, Line(chunk.path, lines.at(start), text[:MAX_LINE_CHARS], rank)
