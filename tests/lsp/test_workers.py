@@ -63,6 +63,18 @@ def test_workers_give_the_answer_of_one_process_and_are_kept(big_log: Path,
     assert all(parent(pid) != os.getpid() for pid in started)  # not forked from this process
 
 
+def test_a_small_log_starts_no_workers(workers: Workers) -> None:
+    """A job hands the workers its first piece before they start (and its catalogue's file
+    is written): a log below PARALLEL_MIN_BYTES, not dense with evidence, hands none."""
+    log = ROOT / "examples" / "fp16-loss-scale-4ranks.log"
+    with opened([str(log)]) as streams, workers.job(CATALOGUE) as submit:
+        found = diagnose(streams, CATALOGUE, jobs=workers.count, submit=submit,
+                         total_bytes=log.stat().st_size)
+    assert found.findings[0].rule_id == "amp-loss-scale"
+    assert not multiprocessing.active_children()
+    assert workers._rules_folder is None  # type: ignore[attr-defined]
+
+
 def test_a_worker_that_dies_fails_its_job_and_the_next_job_gets_new_ones(
         big_log: Path, workers: Workers) -> None:
     alone = answer(big_log)

@@ -77,11 +77,10 @@ def _diagnose(text: str, path: str, rules: Rules, cancel: threading.Event,
 def _diagnose_files(files: list[str], max_bytes: int | None, rules: Rules, workers: Workers,
                     cancel: threading.Event,
                     report: Report) -> tuple[Diagnosis, Catalogue, list[str]]:
-    """The files diagnosed as one run, as `trainmedic diagnose FILE...` reads them (big ones
-    by the server's `workers`, as the CLI's are by every core), and the warnings of their
-    reading."""
+    """The files diagnosed as one run, as `trainmedic diagnose FILE...` reads them (big or
+    evidence-dense ones by the server's `workers`, as the CLI's are by every core), and the
+    warnings of their reading."""
     from trainmedic.diagnosis.engine import diagnose
-    from trainmedic.events.parallel import PARALLEL_MIN_BYTES
 
     catalogue, matcher = rules()
     size = total_size(files, max_bytes)
@@ -94,9 +93,10 @@ def _diagnose_files(files: list[str], max_bytes: int | None, rules: Rules, worke
     if cancel.is_set():
         raise Cancelled
     with opened(files, max_bytes) as streams:
-        if workers.count > 1 and max_bytes is None and size >= PARALLEL_MIN_BYTES:
+        if workers.count > 1 and max_bytes is None:  # big or dense inputs (see `scans`)
             with workers.job(catalogue) as submit:
-                diagnosis = diagnose(streams, catalogue, matcher, workers.count, progress, submit)
+                diagnosis = diagnose(streams, catalogue, matcher, workers.count, progress, submit,
+                                     size)
         else:
             diagnosis = diagnose(streams, catalogue, matcher, 1, progress)
     return diagnosis, catalogue, streams.warnings

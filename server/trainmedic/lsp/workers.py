@@ -111,7 +111,7 @@ class Workers:
         finally:
             with self._lock:
                 self._jobs -= 1
-                if not self._jobs:
+                if not self._jobs and self._pool is not None:
                     self._idle = threading.Timer(self._idle_seconds, self._stop_if_idle)
                     self._idle.daemon = True
                     self._idle.start()
@@ -134,17 +134,19 @@ class Workers:
         return self._count
 
     def submitter(self, catalogue: Catalogue) -> Submit:
-        """Hands one job's pieces to the workers, to scan with `catalogue`'s rules.
+        """Hands one job's pieces to the workers, to scan with `catalogue`'s rules; they start
+        with its first piece (a small log's job hands them none, see `scans`).
 
         A worker's death breaks the pool: its job gets `WorkerError` (see `scans`), and the
         next job starts new workers."""
         from concurrent.futures.process import BrokenProcessPool
 
-        rules = self._rules_file(catalogue)
-        pool, first_piece = self._started(), True
+        rules, pool, first_piece = "", None, True
 
         def submit(path: str, first: int, stop: int | None, folder: str) -> Future[str]:
-            nonlocal pool, first_piece
+            nonlocal rules, pool, first_piece
+            if pool is None:
+                rules, pool = self._rules_file(catalogue), self._started()
             try:
                 future = pool.submit(_scan, rules, path, first, stop, folder)
             except BrokenProcessPool:
