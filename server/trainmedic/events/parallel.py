@@ -1,4 +1,5 @@
-"""Inputs → scans in input order, big ones scanned on every core in worker processes.
+"""Inputs → scans in input order, big or evidence-dense ones scanned on every core in worker
+processes.
 
 Chunk boundaries are fixed by byte offset (see `reader`) and a scan needs nothing from the
 chunks before it (see `scan`), so a piece scanned in another process yields exactly the scans a
@@ -17,7 +18,7 @@ import signal
 import stat
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
 from trainmedic.logs.formats import adapt
@@ -25,7 +26,8 @@ from trainmedic.logs.inputs import InputError
 from trainmedic.logs.reader import CHUNK_BYTES, read_part
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from tempfile import TemporaryDirectory
 
 PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over costs little
 PARALLEL_MIN_BYTES = 32 * CHUNK_BYTES  # below this, starting workers costs more than it saves
@@ -144,8 +146,8 @@ class _Handed:
     def __init__(self, scanner: Scanner, jobs: int, submit: Submit | None) -> None:
         self.scanner, self.jobs, self.submit = scanner, jobs, submit
         self.queued: deque[Future[str]] = deque()
-        self.pool: Any = None
-        self.folder: Any = None  # where the workers hand their scans over
+        self.pool: ProcessPoolExecutor | None = None
+        self.folder: TemporaryDirectory[str] | None = None  # where workers hand scans over
 
     def queue(self, path: str, first: int, stop: int | None) -> None:
         # here: a small input's start never pays for these imports
@@ -228,7 +230,7 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 
         handed.close()
 
 
-def _forked(scanner: Scanner, jobs: int) -> tuple[Any, Submit]:
+def _forked(scanner: Scanner, jobs: int) -> tuple[ProcessPoolExecutor, Submit]:
     """A pool of `jobs` worker processes forked from this one, each with `scanner`, and what
     hands them a piece."""
     import gc

@@ -79,7 +79,8 @@ class ChunkScan:
         tuple (a flood chunk holds thousands of hits), and for a builtin tuple it does not."""
         return _unpickled, (
             self.path, self.index, self.size, self.lines, self.ranks,
-            tuple([(*line, tuple(map(tuple, hits))) for *line, hits in self.hits]),
+            tuple([(number, text, rank, body, tuple(map(tuple, hits)))
+                   for number, text, rank, body, hits in self.hits]),
             tuple([(tuple(sample), number, text, rank)
                    for sample, number, text, rank in self.samples]),
             self.block_starts, self.head, self.block_lines)
@@ -182,7 +183,7 @@ class Scanner:
         """The chunk's scan; without `keep_head` its first lines are left in its file (a
         regular file's: they are read from it again if a traceback runs into them)."""
         data = chunk.data
-        found: dict[int, tuple[int, str, list[Hit]]] = {}
+        found: dict[int, tuple[str, list[Hit]]] = {}  # each hit line's text and hits
         hits, signals, marks, metric_lines, positioned = self.matcher.find_chunk(chunk)
         if len(data) <= PASTE_MAX_BYTES:
             text = chunk.text
@@ -193,8 +194,8 @@ class Scanner:
         for offset, hit in sorted(hits, key=lambda item: item[0]):
             number = numbers.at(offset)
             if number not in found:
-                found[number] = (number, capped(chunk.line(offset)), [])
-            found[number][2].append(hit)
+                found[number] = (capped(chunk.line(offset)), [])
+            found[number][1].append(hit)
         head_end = _head_end(data) if keep_head or marks else 0  # a worker's quiet chunk: none
         starts, kept = _block_lines(data, marks, head_end, numbers) if marks else ((), {})
         samples = tuple((sample, line.number, line.text, line.rank)
@@ -206,6 +207,5 @@ class Scanner:
         return ChunkScan(
             chunk.path, chunk.index, chunk.size, numbers.at(len(data)), frozenset(ranks),
             tuple((number, text, *_prefixed(text, prefixed), tuple(hits))
-                  for number, text, hits in found.values()),
-            samples, starts,
-            data[:head_end] if keep_head else None, kept)
+                  for number, (text, hits) in found.items()),
+            samples, starts, data[:head_end] if keep_head else None, kept)
