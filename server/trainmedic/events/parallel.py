@@ -21,9 +21,9 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
-from trainmedic.logs.formats import adapt
+from trainmedic.logs.formats import Source, adapt
 from trainmedic.logs.inputs import InputError
-from trainmedic.logs.reader import CHUNK_BYTES, read_part
+from trainmedic.logs.reader import CHUNK_BYTES, read_chunks, read_part
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -127,10 +127,10 @@ def _plain_file_size(path: str, stream: BinaryIO) -> int | None:
     return status.st_size
 
 
-def _read_here(scanner: Scanner, path: str, chunks: int) -> Generator[ChunkScan, None, int]:
-    """The scans of the file's chunks, read in this process until one proves dense with
+def _read_here(scanner: Scanner, source: Source, chunks: int) -> Generator[ChunkScan, None, int]:
+    """The scans of the source's chunks, read in this process until one proves dense with
     evidence and DENSE_MIN_CHUNKS or more follow it (of `chunks`); the chunk to go on from."""
-    for chunk in read_part(path, 0, None):
+    for chunk in read_chunks(source.stream, source.path):
         scan = scanner.scan(chunk)
         yield scan
         if len(scan.hits) + len(scan.samples) >= DENSE_LINES and \
@@ -216,7 +216,7 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 
             yield SourceStart(path)
             chunks, first = -(-size // CHUNK_BYTES), 0
             if not parallel:
-                first = yield from _read_here(scanner, path, chunks)
+                first = yield from _read_here(scanner, source, chunks)
                 parallel = first < chunks
                 if not parallel:
                     continue
