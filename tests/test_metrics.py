@@ -365,8 +365,8 @@ def _samples(text: str) -> list[Sample]:
     matcher = Matcher(CATALOGUE)
     data = text.encode()
     chunk = Chunk("x.log", data, 0, len(data))
-    return [sample for sample, _ in scan_metrics(chunk, matcher.signals(text),
-                                                 LineCounter(data))]
+    return [sample for sample, *_ in scan_metrics(chunk, matcher.signals(text),
+                                                  LineCounter(data))]
 
 
 def test_a_count_of_nan_iterations_is_no_nan_but_a_printed_nan_loss_is() -> None:

@@ -198,10 +198,8 @@ class Scanner:
             found[number][1].append(hit)
         head_end = _head_end(data) if keep_head or marks else 0  # a worker's quiet chunk: none
         starts, kept = _block_lines(data, marks, head_end, numbers) if marks else ((), {})
-        samples = tuple((sample, line.number, line.text, line.rank)
-                        for sample, line in scan_metrics(chunk, signals, numbers,
-                                                         self.metric_patterns, metric_lines,
-                                                         positioned))
+        samples = tuple(scan_metrics(chunk, signals, numbers, self.metric_patterns,
+                                     metric_lines, positioned))
         ranks = census(decoded(data if chunk.index == 0 else data[:CENSUS_SPAN]))
         prefixed: dict[str, tuple[int | None, int]] = {}
         return ChunkScan(

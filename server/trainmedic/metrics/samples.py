@@ -129,12 +129,10 @@ def _float(text: str) -> float | None:
         return None
 
 
-def parse_sample(body: str, extra: Sequence[re.Pattern[str]] = (),
-                 repeats: int = 0) -> Sample | None:
+def parse_sample(body: str, extra: Sequence[re.Pattern[str]] = ()) -> Sample | None:
     """The metrics printed on one line, or None when it carries none.
 
-    `extra` are rules' own metric patterns, tried first, for formats this module does not know;
-    `repeats` is the sample's count of unread lines that said the same.
+    `extra` are rules' own metric patterns, tried first, for formats this module does not know.
     """
     values = _extra_values(body, extra) if extra else {}
     extra_step, extra_skipped = values.pop("step", math.nan), values.pop("skipped", 0.0)
@@ -168,7 +166,7 @@ def parse_sample(body: str, extra: Sequence[re.Pattern[str]] = (),
         step = int(plain_step.group(1))
     if not values and not skipped:
         return None
-    return Sample(tuple(sorted(values.items())), step, overflow is not None, skipped, repeats)
+    return Sample(tuple(sorted(values.items())), step, overflow is not None, skipped)
 
 
 def _named_pairs(body: str) -> list[tuple[str, str]]:
@@ -366,10 +364,11 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
                  extra: Sequence[re.Pattern[str]] = (),
                  metric_lines: Sequence[int] = (),
                  positioned: Sequence[int] | None = None,
-                 ) -> Iterator[tuple[Sample, Line]]:
-    """The samples of one chunk holding `signals`, with their lines numbered by `lines` (rank
-    set, no timestamp); `metric_lines` are where the matcher saw one of the `extra` patterns,
-    `positioned` where the matches of the POSITIONED signal end (None: not looked for).
+                 ) -> Iterator[tuple[Sample, int, str, int | None]]:
+    """The samples of one chunk holding `signals`, each with its line's number (by `lines`),
+    first MAX_LINE_CHARS characters and rank: what a scan keeps, its fold making the Line.
+    `metric_lines` are where the matcher saw one of the `extra` patterns, `positioned` where
+    the matches of the POSITIONED signal end (None: not looked for).
 
     A chunk shorter than SHORT_CHUNK_BYTES is read line by line. A longer one is cut into
     SAMPLES_PER_CHUNK equal slots and the first metric line of each is read: plenty for the
@@ -421,4 +420,4 @@ def scan_metrics(chunk: Chunk, signals: frozenset[str], lines: LineCounter,
             continue
         if repeats.get(start):
             sample = sample._replace(repeats=repeats[start])
-        yield sample, Line(chunk.path, lines.at(start), text[:MAX_LINE_CHARS], rank)
+        yield sample, lines.at(start), text[:MAX_LINE_CHARS], rank
