@@ -7,9 +7,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "server" / "trainmedic"
 
-# Stages in data-flow order; a module may import its own stage and the ones before it.
-STAGES = ("model", "logs", "metrics", "catalogue", "matching", "events", "diagnosis", "render",
-          "checks", "probes", "lsp", "agents", "cli", "__main__")
+# Stages in data-flow order; a module may import its own stage and the ones before it. Before
+# them all, what they share: the records they pass on, and what a run keeps for the next.
+STAGES = ("model", "user_cache", "logs", "metrics", "catalogue", "matching", "events",
+          "diagnosis", "render", "checks", "probes", "lsp", "agents", "cli", "__main__")
 
 
 def _module_name(path: Path, package: Path) -> str:

@@ -287,7 +287,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
 
 
 def _cache_folder() -> str:
-    from trainmedic.matching.hyperscan import cache_folder
+    from trainmedic.user_cache import cache_folder
 
     try:
         return str(cache_folder())
@@ -622,13 +622,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def script() -> int:
-    """The `trainmedic` command: `main`, then the process ends. What the run made is frozen
-    first, so the collection the interpreter runs as it exits leaves it alone: walking it all
-    cost 7 of the 94 ms a 200-line diagnosis takes, and more after a big log."""
+    """The `trainmedic` command: `main`, between the command's patterns compiled when it last
+    ran and those it compiled kept for its next run (see `user_cache`), then the process ends.
+    What the run made is frozen first, so the collection the interpreter runs as it exits leaves
+    it alone: walking it all cost 7 of the 94 ms a 200-line diagnosis takes, and more after a
+    big log."""
     import gc
 
+    from trainmedic.user_cache import load_regexes, save_regexes
+
+    command = sys.argv[1] if sys.argv[1:2] and sys.argv[1] in ADDERS else None
+    if command:
+        load_regexes(command)
     code = main()
     gc.freeze()
+    if command:
+        save_regexes(command)
     return code
 
 

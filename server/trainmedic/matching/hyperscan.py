@@ -27,6 +27,7 @@ from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.matching.python import Found, Matcher, signal_patterns
 from trainmedic.metrics.samples import POSITIONED, SIGNALS
 from trainmedic.model import Hit
+from trainmedic.user_cache import cache_folder
 
 _MARK = 1 << 30  # the candidate index of a traceback marker's line
 _METRIC = 1 << 29  # plus its signal's index: the candidate index of a metric pattern's line
@@ -38,16 +39,6 @@ def available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def cache_folder() -> Path:
-    """Where compiled databases are kept, after the XDG convention; OSError without a home."""
-    if base := os.environ.get("XDG_CACHE_HOME"):
-        return Path(base) / "trainmedic"
-    try:
-        return Path.home() / ".cache" / "trainmedic"
-    except RuntimeError as error:  # no HOME and no user entry to take it from
-        raise OSError(str(error)) from None
 
 
 def _compiled(expressions: list[bytes], flags: list[int]) -> Any:

@@ -1,0 +1,114 @@
+"""What a run keeps in the user cache for the next: the folder, and the regular expressions a
+command compiled. (The Hyperscan databases kept there are `matching.hyperscan`'s.)
+
+Python compiles a pattern with Python code and cannot save the result: the catalogue's and the
+log formats' patterns took 15 of the 90 ms a 200-line diagnosis takes, at every start. What
+the compiler makes of a pattern (flags, code, groups) is plain data, though. `load_regexes`
+builds the patterns a command compiled last time from that data, in microseconds, and puts
+them in `re`'s own cache, where `re.compile` finds them; `save_regexes` keeps, when the run
+compiled any new one, what `re`'s cache then holds (at most its 512 patterns). A pattern is
+kept only when the one built from its data equals the one `re` compiled (`Pattern.__eq__`
+compares their code). The file is named by the interpreter's version and its regex engine's,
+so no other Python reads it. Before Python 3.11 (whose `re` internals differ), or where the
+cache cannot be read or written, patterns are compiled as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import re
+import sys
+from pathlib import Path
+
+try:
+    import _sre  # type: ignore[import-not-found]
+    from re import _compiler, _parser  # type: ignore[attr-defined]
+except ImportError:  # Python 3.10 names them otherwise: no cache there
+    _sre = None
+
+Kept = tuple[int, list[int], int, dict[str, int], tuple["str | None", ...]]  # `_sre.compile`'s
+_loaded: dict[tuple[type, str | bytes, int], Kept] = {}  # what `load_regexes` put in `re`'s cache
+
+
+def cache_folder() -> Path:
+    """Where a run keeps what it made, after the XDG convention; OSError without a home."""
+    if base := os.environ.get("XDG_CACHE_HOME"):
+        return Path(base) / "trainmedic"
+    try:
+        return Path.home() / ".cache" / "trainmedic"
+    except RuntimeError as error:  # no HOME and no user entry to take it from
+        raise OSError(str(error)) from None
+
+
+def _regex_file(command: str) -> Path | None:
+    """Where `command`'s patterns are kept; None where `re` is not as this module knows it."""
+    if _sre is None or not isinstance(getattr(re, "_cache", None), dict):
+        return None
+    try:
+        folder = cache_folder()
+    except OSError:
+        return None
+    return folder / (f"regexes-{command}-{sys.implementation.cache_tag}-{sys.hexversion:x}-"
+                     f"{_sre.MAGIC}.marshal")
+
+
+def load_regexes(command: str) -> None:
+    """Put the patterns `command` compiled when it last ran in `re`'s cache."""
+    if (path := _regex_file(command)) is None:
+        return
+    try:
+        with open(path, "rb") as stored:
+            kept: dict[tuple[str | bytes, int], Kept] = marshal.loads(stored.read())
+        # (marshal.load would read the file in pieces: 20 times slower)
+        built = {(type(pattern), pattern, flags): (_sre.compile(pattern, *made), made)
+                 for (pattern, flags), made in kept.items()}
+    except Exception:  # a cache that cannot be read only means compiling as usual
+        return
+    re._cache.update(  # type: ignore[attr-defined]
+        (key, compiled) for key, (compiled, _) in built.items())
+    _loaded.update((key, made) for key, (_, made) in built.items())
+
+
+def _compiled(pattern: str | bytes, flags: int) -> Kept:
+    """What `re._compiler.compile` hands the regex engine for `pattern`."""
+    parsed = _parser.parse(pattern, flags)
+    code = list(map(int, _compiler._code(parsed, flags)))  # opcodes are int subclasses
+    groupindex = dict(parsed.state.groupdict)
+    indexgroup: list[str | None] = [None] * parsed.state.groups
+    for name, index in groupindex.items():
+        indexgroup[index] = name
+    return (flags | parsed.state.flags, code, parsed.state.groups - 1, groupindex,
+            tuple(indexgroup))
+
+
+def save_regexes(command: str) -> None:
+    """Keep the patterns in `re`'s cache for `command`'s next run, if this run compiled any
+    that `load_regexes` did not put there; written whole or not at all."""
+    if (path := _regex_file(command)) is None:
+        return
+    compiled = {**re._cache, **getattr(re, "_cache2", {})}  # type: ignore[attr-defined]
+    if compiled.keys() <= _loaded.keys():
+        return
+    kept: dict[tuple[str | bytes, int], Kept] = {}
+    for key, pattern in compiled.items():
+        kind, source, flags = key
+        if (made := _loaded.get(key)) is None:
+            if type(source) is not kind or kind not in (str, bytes):
+                continue
+            try:
+                made = _compiled(source, flags)
+                if _sre.compile(source, *made) != pattern:
+                    continue  # not as `re` compiles it: compiled anew at each start
+            except Exception:  # the same
+                continue
+        kept[source, flags] = made
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_bytes(marshal.dumps(kept))
+        os.replace(partial, path)
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError):
+            partial.unlink()
