@@ -15,10 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainmedic.catalogue.load import bundled
-from trainmedic.diagnosis.engine import diagnose
+from trainmedic.diagnosis.engine import diagnose, scanner_for
 from trainmedic.events import parallel
-from trainmedic.logs.inputs import opened, total_size
+from trainmedic.logs.inputs import InputError, opened, total_size
 from trainmedic.logs.reader import CHUNK_BYTES, Chunk, Chunker, read_chunks, read_part
+from trainmedic.matching.choice import matcher_for
 from trainmedic.render.json import to_dict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +63,26 @@ def test_parts_of_a_file_cut_the_chunks_a_whole_read_does(tmp_path_factory: pyte
     parts = [chunk for first, stop in zip(bounds, [*bounds[1:], None], strict=True)
              for chunk in read_part(str(path), first, stop, SMALL)]
     assert texts(parts) == texts(whole)
+
+
+def test_a_part_reads_each_chunk_but_the_last_with_one_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "x.log"
+    lines = (b"[rank%d]: step %d loss=2.5\n" % (i % 8, i) for i in range(80_000))
+    path.write_bytes(b"".join(lines))  # 2 MB: more than a line may hold
+    size = 1 << 14
+    whole = list(read_chunks(path.open("rb"), str(path), size))
+    fed: list[int] = []
+    feed = Chunker.feed
+
+    def counted(chunker: Chunker, data: bytes) -> list[Chunk]:
+        fed.append(len(data))
+        return feed(chunker, data)
+
+    monkeypatch.setattr(Chunker, "feed", counted)
+    assert texts(list(read_part(str(path), 0, None, size))) == texts(whole)
+    assert len(whole) > 100
+    assert sum(fed) < 2 * size  # the Chunker cut only the last: the file may still grow
 
 
 def test_an_over_long_line_is_cut_the_same_from_any_start(tmp_path: Path) -> None:
@@ -140,6 +161,42 @@ def test_a_worker_that_dies_is_one_clear_error(big_log: Path,
     monkeypatch.setattr(parallel, "_scan_piece", _dies)
     with pytest.raises(parallel.WorkerError, match=r"worker process died.*--jobs 1"):
         answer([str(big_log)], 2)
+
+
+def _unreadable(path: str, first: int, stop: int | None, folder: str) -> str:
+    raise InputError(f"{path}: permission denied")
+
+
+def _faulty(path: str, first: int, stop: int | None, folder: str) -> str:
+    return str(1 / 0)
+
+
+def test_what_a_worker_raises_is_raised_here(big_log: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "_scan_piece", _unreadable)
+    with pytest.raises(InputError, match=r"job\.log: permission denied$"):
+        answer([str(big_log)], 2)
+    monkeypatch.setattr(parallel, "_scan_piece", _faulty)  # a fault of this code: where it is
+    with pytest.raises(RuntimeError, match=r"(?s)worker process failed.*_faulty.*ZeroDivision"):
+        answer([str(big_log)], 2)
+
+
+def test_a_diagnosis_stopped_early_leaves_no_worker_behind(
+        big_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)
+    monkeypatch.setenv(PIDS, str(tmp_path))
+    monkeypatch.setattr(parallel, "_scan_piece", _scan_noting_the_process)
+    scanner = scanner_for(CATALOGUE, matcher_for(CATALOGUE))
+    with big_log.open("rb") as stream:
+        found = parallel.scans(scanner, [(str(big_log), stream)], jobs=2)
+        assert isinstance(next(found), parallel.SourceStart)
+        assert isinstance(next(found), parallel.ChunkScan)
+        found.close()  # what a consumer's error or Ctrl-C does
+    workers = {int(name.split("-")[0]) for name in os.listdir(tmp_path)}
+    assert len(workers) == 2
+    for pid in workers:  # stopped, and waited for
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 def test_a_forced_single_job_reads_in_one_process(big_log: Path) -> None:

@@ -9,16 +9,21 @@ the same answer for any number of workers, whichever of them finishes first.
 A worker hands its scans over in a file and sends only the file's name: a worker killed (by the
 system, out of memory) while it sent a large answer would leave half a message in the pool's
 pipe, and the pool would wait for the rest for ever; a name is sent whole or not at all.
+
+The workers are forked here, each taking pieces over a pipe of its own (`_Forked`), not by
+concurrent.futures' pool: importing that pool and what it needs (logging, sockets, subprocess)
+took 22 ms before its first worker started, and its first answer 5 to 13 ms more, all of it
+before a 256 MiB log's reading could start on every core, which then takes about 0.6 s.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import signal
 import stat
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from trainmedic.events.scan import ChunkScan, Scanner, SourceStart
 from trainmedic.logs.formats import Source, adapt
@@ -26,7 +31,6 @@ from trainmedic.logs.inputs import InputError
 from trainmedic.logs.reader import CHUNK_BYTES, read_chunks, read_part
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future, ProcessPoolExecutor
     from tempfile import TemporaryDirectory
 
 PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over costs little
@@ -39,21 +43,30 @@ TASKS_PER_WORKER = 4  # queued ahead, so no worker waits and memory stays bounde
 DENSE_LINES = 1000
 DENSE_MIN_CHUNKS = 4
 
+
+class Piece(Protocol):
+    """A piece handed to a worker: `result()` waits for the name of the file holding its scans
+    (raising what the worker raised, `WorkerError` if it died); `cancel()` drops it if it has
+    not started."""
+
+    def result(self) -> str: ...
+
+    def cancel(self) -> bool: ...
+
+
 # Hands a piece of a file (path, first chunk, stop chunk or None for the end) to a worker, which
 # hands its scans over in a file in a folder (the last argument) and answers with its name.
-Submit = Callable[[str, int, int | None, str], "Future[str]"]
+Submit = Callable[[str, int, int | None, str], Piece]
 
 
 class WorkerError(Exception):
     """A worker process died (the system may have run out of memory); `str()` says so."""
 
+    def __init__(self) -> None:
+        super().__init__("a worker process died, perhaps out of memory; try --jobs 1")
 
-_worker: dict[str, Scanner] = {}  # each worker's scanner, inherited from the parent
 
-
-def _start_worker(scanner: Scanner) -> None:
-    _worker["scanner"] = scanner
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+_worker: dict[str, Scanner] = {}  # a forked worker's scanner, inherited from the parent
 
 
 def scan_piece(scanner: Scanner, path: str, first: int, stop: int | None, folder: str) -> str:
@@ -80,10 +93,6 @@ def taken(name: str) -> list[ChunkScan]:
         found: list[ChunkScan] = pickle.load(handed)
     os.unlink(name)
     return found
-
-
-def _scan_piece(path: str, first: int, stop: int | None, folder: str) -> str:
-    return scan_piece(_worker["scanner"], path, first, stop, folder)
 
 
 def cores() -> int:
@@ -145,41 +154,29 @@ class _Handed:
 
     def __init__(self, scanner: Scanner, jobs: int, submit: Submit | None) -> None:
         self.scanner, self.jobs, self.submit = scanner, jobs, submit
-        self.queued: deque[Future[str]] = deque()
-        self.pool: ProcessPoolExecutor | None = None
+        self.queued: deque[Piece] = deque()
+        self.forked: _Forked | None = None
         self.folder: TemporaryDirectory[str] | None = None  # where workers hand scans over
 
     def queue(self, path: str, first: int, stop: int | None) -> None:
-        # here: a small input's start never pays for these imports
-        import tempfile
-        from concurrent.futures.process import BrokenProcessPool
+        import tempfile  # here: a small input's start never pays for it
 
         if self.submit is None:
-            self.pool, self.submit = _forked(self.scanner, self.jobs)
+            self.forked = _Forked(self.scanner, self.jobs)
+            self.submit = self.forked.submit
         if self.folder is None:
             self.folder = tempfile.TemporaryDirectory(prefix="trainmedic-")
-        try:
-            self.queued.append(self.submit(path, first, stop, self.folder.name))
-        except BrokenProcessPool:
-            raise _died() from None
+        self.queued.append(self.submit(path, first, stop, self.folder.name))
 
     def oldest(self) -> list[ChunkScan]:
-        from concurrent.futures.process import BrokenProcessPool
-
-        try:
-            return taken(self.queued.popleft().result())
-        except BrokenProcessPool:
-            raise _died() from None
+        return taken(self.queued.popleft().result())
 
     def close(self) -> None:
         """Stop the workers forked here, cancel the pieces left, remove what they handed."""
-        if self.pool is not None:
-            import gc
-
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            gc.unfreeze()
-        for future in self.queued:
-            future.cancel()
+        for piece in self.queued:
+            piece.cancel()
+        if self.forked is not None:
+            self.forked.close()
         if self.folder is not None:
             self.folder.cleanup()
 
@@ -230,23 +227,136 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 
         handed.close()
 
 
-def _forked(scanner: Scanner, jobs: int) -> tuple[ProcessPoolExecutor, Submit]:
-    """A pool of `jobs` worker processes forked from this one, each with `scanner`, and what
-    hands them a piece."""
-    import gc
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    gc.freeze()  # until the workers are done, the collector leaves the objects they inherit
-    # alone, so that they keep sharing their pages with this process
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_start_worker, initargs=(scanner,))
-
-    def submit(path: str, first: int, stop: int | None, folder: str) -> Future[str]:
-        return pool.submit(_scan_piece, path, first, stop, folder)
-
-    return pool, submit
+def _scan_piece(path: str, first: int, stop: int | None, folder: str) -> str:
+    return scan_piece(_worker["scanner"], path, first, stop, folder)  # what a worker runs
 
 
-def _died() -> WorkerError:
-    return WorkerError("a worker process died, perhaps out of memory; try --jobs 1")
+def _serve(scanner: Scanner, tasks: int, answers: int) -> None:
+    """A forked worker: each piece read from the pipe `tasks`, scanned, and answered on the
+    pipe `answers` (one line each, in order), until the parent closes `tasks`."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    _worker["scanner"] = scanner
+    with open(tasks, "rb") as incoming, open(answers, "wb", buffering=0) as outgoing:
+        for line in incoming:
+            path, first, stop, folder = json.loads(line)
+            try:
+                answer = ["done", _scan_piece(path, first, stop, folder)]
+            except InputError as error:
+                answer = ["unreadable", str(error)]
+            except Exception:  # a fault of this code: the parent shows where
+                import traceback
+
+                answer = ["failed", traceback.format_exc()]
+            outgoing.write(json.dumps(answer).encode() + b"\n")
+
+
+class _Worker:
+    """A forked worker, as its parent sees it: the pipes to it and from it, and the pieces it
+    was given and has not answered yet, oldest first."""
+
+    def __init__(self, pid: int, tasks: int, answers: int) -> None:
+        self.pid = pid
+        self.tasks = open(tasks, "wb", buffering=0)  # noqa: SIM115  closed by _Forked.close
+        self.answers = open(answers, "rb")  # noqa: SIM115  the same
+        self.given: deque[_ForkedPiece] = deque()
+
+    def read_answer(self) -> None:
+        """Wait for the answer to the oldest piece given; `WorkerError` if the worker died."""
+        line = self.answers.readline()
+        if not line:
+            raise WorkerError
+        kind, text = json.loads(line)
+        self.given.popleft().answer = kind, text
+
+
+class _ForkedPiece:
+    """A piece given to a `_Worker`, and its answer once read."""
+
+    def __init__(self, worker: _Worker) -> None:
+        self.worker = worker
+        self.answer: tuple[str, str] | None = None
+
+    def result(self) -> str:
+        while self.answer is None:
+            self.worker.read_answer()
+        kind, text = self.answer
+        if kind == "unreadable":
+            raise InputError(text)
+        if kind == "failed":
+            raise RuntimeError(f"a worker process failed:\n{text}")
+        return text
+
+    def cancel(self) -> bool:
+        return False  # a piece in a worker's pipe is dropped when the worker is stopped
+
+
+class _Forked:
+    """`jobs` worker processes forked from this one, each with `scanner` (inherited, never
+    sent), given pieces over pipes of their own: each new piece goes to the worker with the
+    fewest not answered, counting those answered meanwhile."""
+
+    def __init__(self, scanner: Scanner, jobs: int) -> None:
+        import gc
+
+        gc.freeze()  # until the workers are done, the collector leaves the objects they inherit
+        # alone, so that they keep sharing their pages with this process
+        self.workers: list[_Worker] = []
+        try:
+            for _ in range(jobs):
+                self.workers.append(self._fork(scanner))
+        except BaseException:
+            self.close()
+            raise
+
+    def _fork(self, scanner: Scanner) -> _Worker:
+        tasks_read, tasks_write = os.pipe()
+        answers_read, answers_write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker: it never returns into the code that forked it
+            code = 0
+            try:
+                for worker in self.workers:  # the pipes to the others: theirs to see closed
+                    worker.tasks.close()
+                    worker.answers.close()
+                os.close(tasks_write)
+                os.close(answers_read)
+                _serve(scanner, tasks_read, answers_write)
+            except BaseException:  # whatever it was, the parent sees the worker die
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(tasks_read)
+        os.close(answers_write)
+        return _Worker(pid, tasks_write, answers_read)
+
+    def submit(self, path: str, first: int, stop: int | None, folder: str) -> Piece:
+        import select
+
+        for worker in self.workers:  # answers already here, so that busy workers are known
+            while worker.given and select.select([worker.answers], [], [], 0)[0]:
+                worker.read_answer()
+        worker = min(self.workers, key=lambda w: len(w.given))
+        piece = _ForkedPiece(worker)
+        try:
+            worker.tasks.write(json.dumps([path, first, stop, folder]).encode() + b"\n")
+        except BrokenPipeError:
+            raise WorkerError from None
+        worker.given.append(piece)
+        return piece
+
+    def close(self) -> None:
+        """Stop the workers: at once if pieces are left (a diagnosis stopped early), else
+        once they have seen their pipes close."""
+        import gc
+        import signal
+
+        for worker in self.workers:
+            if worker.given:
+                os.kill(worker.pid, signal.SIGKILL)
+            worker.tasks.close()
+            worker.answers.close()
+        for worker in self.workers:
+            os.waitpid(worker.pid, 0)
+        gc.unfreeze()

@@ -84,6 +84,27 @@ def _start_worker() -> None:
     threading.Thread(target=_exit_with_server, daemon=True).start()
 
 
+class _Pooled:
+    """A piece in the pool (see `events.parallel.Piece`): a pool broken by a worker's death
+    is that piece's `WorkerError`."""
+
+    def __init__(self, future: Future[str]) -> None:
+        self.future = future
+
+    def result(self) -> str:
+        from concurrent.futures.process import BrokenProcessPool
+
+        from trainmedic.events.parallel import WorkerError
+
+        try:
+            return self.future.result()
+        except BrokenProcessPool:
+            raise WorkerError from None
+
+    def cancel(self) -> bool:
+        return self.future.cancel()
+
+
 class Workers:
     """`count` worker processes (one per core by default), started on first use and kept
     until they are idle for `idle_seconds`, or `shutdown`."""
@@ -141,9 +162,11 @@ class Workers:
         next job starts new workers."""
         from concurrent.futures.process import BrokenProcessPool
 
+        from trainmedic.events.parallel import WorkerError
+
         rules, pool, first_piece = "", None, True
 
-        def submit(path: str, first: int, stop: int | None, folder: str) -> Future[str]:
+        def submit(path: str, first: int, stop: int | None, folder: str) -> _Pooled:
             nonlocal rules, pool, first_piece
             if pool is None:
                 rules, pool = self._rules_file(catalogue), self._started()
@@ -152,11 +175,11 @@ class Workers:
             except BrokenProcessPool:
                 self._forget(pool)
                 if not first_piece:  # pieces of this job were lost with it
-                    raise
+                    raise WorkerError from None
                 pool = self._started()
                 future = pool.submit(_scan, rules, path, first, stop, folder)
             first_piece = False
-            return future
+            return _Pooled(future)
 
         return submit
 
