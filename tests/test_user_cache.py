@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import marshal
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,21 +20,25 @@ BYTES = rb"(?m)^\[rank(\d{1,6})\]: kept$"
 
 
 @pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty user cache, and `re`'s own cache emptied, then given back as it was."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(user_cache, "_loaded", {})
-    before = dict(re._cache)  # type: ignore[attr-defined]
+    monkeypatch.setattr(re, "_cache", dict(re._cache))  # type: ignore[attr-defined]
     re.purge()
-    yield tmp_path / "trainmedic"
-    re.purge()
-    re._cache.update(before)  # type: ignore[attr-defined]
+    return tmp_path / "trainmedic"
 
 
 def _next_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a new process starts with: nothing compiled, nothing loaded."""
+    monkeypatch.setattr(re, "_cache", {})
     re.purge()
     monkeypatch.setattr(user_cache, "_loaded", {})
+
+
+def _kept(cache: Path) -> set[str | bytes]:
+    (path,) = cache.iterdir()
+    return {source for source, _ in marshal.loads(path.read_bytes())}
 
 
 def _no_compiling(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,6 +88,26 @@ def test_a_run_that_compiles_nothing_new_leaves_the_file_alone(
     user_cache.load_regexes("check")
     _no_compiling(monkeypatch)
     re.compile(WORDS), re.compile(BYTES)
+
+
+OTHER = r"Watchdog caught collective operation timeout: (?P<work>WorkNCCL)(?# kept)"
+
+
+def test_what_runs_do_not_use_is_not_kept_for_ever(cache: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    re.compile(WORDS), re.compile(BYTES)
+    user_cache.save_regexes("diagnose")
+    _next_run(monkeypatch)
+    user_cache.load_regexes("diagnose")
+    re.compile(WORDS), re.compile(OTHER)  # one of two used, one new: kept with the two
+    user_cache.save_regexes("diagnose")
+    assert _kept(cache) == {WORDS, BYTES, OTHER}
+
+    _next_run(monkeypatch)
+    user_cache.load_regexes("diagnose")
+    re.compile(OTHER)  # one of three used, none new: the two others go (a rule pack's, say)
+    user_cache.save_regexes("diagnose")
+    assert _kept(cache) == {OTHER}
 
 
 def test_each_command_keeps_its_own(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:

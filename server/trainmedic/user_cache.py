@@ -5,12 +5,13 @@ Python compiles a pattern with Python code and cannot save the result: the catal
 log formats' patterns took 15 of the 90 ms a 200-line diagnosis takes, at every start. What
 the compiler makes of a pattern (flags, code, groups) is plain data, though. `load_regexes`
 builds the patterns a command compiled last time from that data, in microseconds, and puts
-them in `re`'s own cache, where `re.compile` finds them; `save_regexes` keeps, when the run
-compiled any new one, what `re`'s cache then holds (at most its 512 patterns). A pattern is
-kept only when the one built from its data equals the one `re` compiled (`Pattern.__eq__`
-compares their code). The file is named by the interpreter's version and its regex engine's,
-so no other Python reads it. Before Python 3.11 (whose `re` internals differ), or where the
-cache cannot be read or written, patterns are compiled as usual.
+them in `re`'s own cache, where `re.compile` finds them. `save_regexes` keeps them with those
+the run compiled, when it compiled any, and drops those it did not use when they are most of
+them: another rule pack's are not carried on for ever. A pattern is kept only when the one
+built from its data equals the one `re` compiled (`Pattern.__eq__` compares their code). The
+file is named by the interpreter's version and its regex engine's, so no other Python reads
+it. Before Python 3.11 (whose `re` internals differ), or where the cache cannot be read or
+written, patterns are compiled as usual.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 try:
     import _sre  # type: ignore[import-not-found]
@@ -66,9 +68,31 @@ def load_regexes(command: str) -> None:
                  for (pattern, flags), made in kept.items()}
     except Exception:  # a cache that cannot be read only means compiling as usual
         return
+    if not isinstance(re._cache, _Noting):  # type: ignore[attr-defined]
+        re._cache = _Noting(re._cache)  # type: ignore[attr-defined]
     re._cache.update(  # type: ignore[attr-defined]
         (key, compiled) for key, (compiled, _) in built.items())
     _loaded.update((key, made) for key, (_, made) in built.items())
+
+
+class _Noting(dict):  # type: ignore[type-arg]
+    """`re`'s cache once `load_regexes` put patterns in it, noting which patterns are asked
+    for (`re.compile`, `re.search`...: Python 3.11 looks them up with `[]`, 3.12 on with
+    `pop`), so that what a run did not use is not kept for the next."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.asked: set[Any] = set()
+
+    def __getitem__(self, key: Any) -> Any:
+        found = super().__getitem__(key)
+        self.asked.add(key)
+        return found
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key in self:
+            self.asked.add(key)
+        return super().pop(key, *default)
 
 
 def _compiled(pattern: str | bytes, flags: int) -> Kept:
@@ -84,16 +108,21 @@ def _compiled(pattern: str | bytes, flags: int) -> Kept:
 
 
 def save_regexes(command: str) -> None:
-    """Keep the patterns in `re`'s cache for `command`'s next run, if this run compiled any
-    that `load_regexes` did not put there; written whole or not at all."""
+    """Keep the patterns in `re`'s cache for `command`'s next run when this run compiled new
+    ones, all but those it was given and did not use when these are more than half of them
+    (the patterns of another rule pack, say); written whole or not at all."""
     if (path := _regex_file(command)) is None:
         return
     compiled = {**re._cache, **getattr(re, "_cache2", {})}  # type: ignore[attr-defined]
-    if compiled.keys() <= _loaded.keys():
+    unused = _loaded.keys() - getattr(re._cache, "asked", set())  # type: ignore[attr-defined]
+    pruned = 2 * len(unused) > len(_loaded)
+    if compiled.keys() <= _loaded.keys() and not pruned:
         return
     kept: dict[tuple[str | bytes, int], Kept] = {}
     for key, pattern in compiled.items():
         kind, source, flags = key
+        if pruned and key in unused:
+            continue
         if (made := _loaded.get(key)) is None:
             if type(source) is not kind or kind not in (str, bytes):
                 continue

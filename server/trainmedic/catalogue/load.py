@@ -23,8 +23,8 @@ CATALOGUE_RESOURCE = "catalogue.json"
 
 def bundled() -> Catalogue:
     """The catalogue shipped in the package (compiled from `rules/` by `catalogue.compile`)."""
-    text = (DATA / CATALOGUE_RESOURCE).read_text("utf-8")
-    data = json.loads(text)
+    # Bytes: reading 700 KB as text translates its newlines, four times slower than decoding
+    data = json.loads((DATA / CATALOGUE_RESOURCE).read_bytes())
     return Catalogue(tuple(Rule.from_dict(r, r.get("source", "")) for r in data["rules"]),
                      ("bundled",))
 
