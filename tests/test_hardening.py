@@ -20,6 +20,7 @@ from trainmedic.logs.prefixes import parse_rank
 from trainmedic.logs.reader import read_lines
 from trainmedic.logs.timestamps import Clock
 from trainmedic.metrics.samples import METRIC_GROUPS, parse_sample
+from trainmedic.render.redact import _may_hold_secret, redact
 
 CATALOGUE = bundled()
 PROPERTY = settings(max_examples=200, deadline=None,
@@ -197,6 +198,18 @@ def test_evidence_is_redacted_unless_asked(tmp_path: Path) -> None:
     assert "[REDACTED]" in shown
     raw = cli("diagnose", str(log), "--format", "json", "--no-redact").stdout.decode()
     assert SECRETS["hf"] in raw
+
+
+@pytest.mark.parametrize("kind", ["ghp", "gho", "ghu", "ghs", "ghr"])
+def test_every_kind_of_github_token_is_redacted(kind: str) -> None:
+    token = f"{kind}_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    assert redact(f"cloning with {token} failed") == "cloning with [REDACTED] failed"
+
+
+def test_a_throughput_line_is_not_read_for_secrets() -> None:
+    line = ("[rank3]: iteration 100/1000 | throughput per GPU (TFLOP/s/GPU): 161.5 | "
+            "tokens per second per GPU: 4123.1 | lm loss: 2.1E+00 |")  # "token": in any case
+    assert not _may_hold_secret(line.replace("tokens", "samples"))
 
 
 NO_NETWORK = """

@@ -63,9 +63,10 @@ _PEM_END = re.compile(r"-----END [A-Z ]{0,40}PRIVATE KEY-----")
 # password in a URL both `://` and the `@` after it), so a line holding none is shown as it is
 # without running it: most evidence lines hold none, and the pattern costs a third of a
 # microsecond per character. Torchelastic's lines name its `api.py` and its errors a docs URL:
-# a bare "api" or "://" sent a fifth of a diagnosis's evidence through the pattern.
-_WORDS = ("-----BEGIN ", "hf_", "gh", "github_pat_", "glpat-", "AIza", "sk-", "xox", "AKIA",
-          "ASIA", "--")
+# a bare "api" or "://" sent a fifth of a diagnosis's evidence through the pattern, and a bare
+# "gh" every Megatron-LM line that reports its throughput.
+_WORDS = ("-----BEGIN ", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+          "AIza", "sk-", "xox", "AKIA", "ASIA", "--")
 _WORDS_ANY_CASE = ("wandb", "passw", "secret", "token", "apikey", "api_key", "api-key",
                    "accountkey", "authorization")
 
