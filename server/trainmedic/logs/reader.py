@@ -308,7 +308,9 @@ def read_part(path: str, first: int, stop: int | None,
                 while (data := stream.read(chunk_bytes)) and (cut := data.find(b"\n")) < 0:
                     offset += len(data)
                 offset += cut + 1 if data else 0
-        size = os.fstat(stream.fileno()).st_size if chunk_bytes <= MAX_LINE_BYTES else 0
+        # (not on Windows, which has no pread; nor for chunks larger than a line may be)
+        simple = chunk_bytes <= MAX_LINE_BYTES and hasattr(os, "pread")
+        size = os.fstat(stream.fileno()).st_size if simple else 0
         while (stop is None or offset // chunk_bytes < stop) and \
                 (end := _chunk_end(stream.fileno(), offset, chunk_bytes, size)) is not None:
             raw = os.pread(stream.fileno(), end - offset, offset)
