@@ -94,7 +94,11 @@ def _remove_orphans(folder: str) -> None:
 
     if sys.platform == "win32":  # where os.kill(pid, 0) would end the process, not test it
         return
-    for name in os.listdir(folder):
+    try:
+        names = os.listdir(folder)
+    except OSError:  # only a folder left behind
+        return
+    for name in names:
         if not name.startswith(RULES_PREFIX):
             continue
         pid = name[len(RULES_PREFIX):].partition("-")[0]
