@@ -292,7 +292,7 @@ def _cache_folder() -> str:
     try:
         return str(cache_folder())
     except OSError:
-        return "nowhere: no home folder, so they are compiled at every start"
+        return "none: no home folder, so patterns are compiled at every start"
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -312,8 +312,10 @@ def cmd_doctor(args: argparse.Namespace) -> int:
           f"{sum(len(r.fingerprints) for r in catalogue.rules)} fingerprints "
           f"({', '.join(catalogue.sources)})")
     print(f"matcher backend: {matcher.name}" + (
-        f" (compiled patterns cached in {_cache_folder()})" if matcher.name == "hyperscan"
+        "" if matcher.name == "hyperscan"
         else " (pip install 'trainmedic[fast]' for the native one)"))
+    print(f"cache: {_cache_folder()} (compiled Hyperscan databases and regular expressions; "
+          "deleting it only slows the next start)")
     print("scan loops: " + ("C (trainmedic-native)" if NATIVE_LOOPS
                             else "Python (pip install 'trainmedic[fast]' for the C ones)"))
     print(f"processes: {jobs_for(None)} for inputs of {PARALLEL_MIN_BYTES >> 20} MiB or more, "
@@ -488,8 +490,8 @@ def _add_watch(commands: Commands[_Parser], rules_option: _Parser) -> None:
 def _add_doctor(commands: Commands[_Parser], rules_option: _Parser) -> None:
     doctor = commands.add_parser(
         "doctor", parents=[rules_option], help=SUMMARIES["doctor"],
-        description="Print the version, the catalogue, the matcher backend in use (and where "
-                    "it caches compiled patterns), whether the scan's C loops run, how many "
+        description="Print the version, the catalogue, the matcher backend in use, where "
+                    "compiled patterns are cached, whether the scan's C loops run, how many "
                     "processes read big inputs and whether the probes can run.")
     doctor.set_defaults(func=cmd_doctor)
 
