@@ -199,6 +199,20 @@ def test_a_diagnosis_stopped_early_leaves_no_worker_behind(
             os.kill(pid, 0)
 
 
+def test_the_folders_of_processes_that_are_gone_are_removed(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    prefix = parallel.SCANS_PREFIX
+    for name in (f"{prefix}{gone}-abc", f"{prefix}{os.getpid()}-def", f"{prefix}xyz",
+                 f"trainmedic-rules-{gone}-ghi", "trainmedic-other"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "scans").write_bytes(b"pickled")
+    parallel.remove_orphans(prefix, str(tmp_path))
+    assert {p.name for p in tmp_path.iterdir()} == {
+        f"{prefix}{os.getpid()}-def", f"{prefix}xyz", f"trainmedic-rules-{gone}-ghi",
+        "trainmedic-other"}
+
+
 def test_a_forced_single_job_reads_in_one_process(big_log: Path) -> None:
     assert parallel.jobs_for(1) == 1
     assert parallel.jobs_for(3) == 3

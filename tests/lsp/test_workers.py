@@ -19,7 +19,7 @@ from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.events import parallel
 from trainmedic.logs.inputs import opened
-from trainmedic.lsp.workers import RULES_PREFIX, Workers, _remove_orphans
+from trainmedic.lsp.workers import Workers
 from trainmedic.render.json import to_dict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +109,7 @@ from trainmedic.catalogue.load import bundled
 from trainmedic.diagnosis.engine import diagnose
 from trainmedic.events import parallel
 from trainmedic.logs.inputs import opened
-from trainmedic.lsp.workers import RULES_PREFIX, Workers, _remove_orphans
+from trainmedic.lsp.workers import Workers
 import multiprocessing, time
 
 parallel.PIECE_CHUNKS = 1
@@ -181,15 +181,3 @@ def test_a_piece_names_its_catalogue_and_does_not_carry_it(big_log: Path, worker
     assert len(os.listdir(folder)) == 1
     workers.shutdown()
     assert not os.path.exists(folder)
-
-
-def test_the_catalogue_folders_of_servers_that_are_gone_are_removed(tmp_path: Path) -> None:
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True, check=True).stdout.strip()
-    for name in (f"{RULES_PREFIX}{gone}-abc", f"{RULES_PREFIX}{os.getpid()}-def",
-                 f"{RULES_PREFIX}xyz", "trainmedic-other"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "catalogue").write_bytes(b"pickled")
-    _remove_orphans(str(tmp_path))
-    assert {p.name for p in tmp_path.iterdir()} == {
-        f"{RULES_PREFIX}{os.getpid()}-def", f"{RULES_PREFIX}xyz", "trainmedic-other"}

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import TYPE_CHECKING, BinaryIO, Protocol
@@ -83,6 +84,32 @@ def scan_piece(scanner: Scanner, path: str, first: int, stop: int | None, folder
     with os.fdopen(handle, "wb") as out:
         pickle.dump(found, out, pickle.HIGHEST_PROTOCOL)
     return name
+
+
+SCANS_PREFIX = "trainmedic-scans-"  # a folder where workers hand scans over, then its process id
+
+
+def remove_orphans(prefix: str, folder: str) -> None:
+    """Remove the folders in `folder` named `prefix`, a process id, "-" and more, whose process
+    is gone: one killed (out of memory, by the editor) could not remove its own."""
+    import shutil
+
+    if sys.platform == "win32":  # where os.kill(pid, 0) would end the process, not test it
+        return
+    try:
+        names = os.listdir(folder)
+    except OSError:  # only folders left behind
+        return
+    for name in names:
+        pid = name[len(prefix):].partition("-")[0] if name.startswith(prefix) else ""
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
+        except OSError:  # alive, but another user's
+            pass
 
 
 def taken(name: str) -> list[ChunkScan]:
@@ -165,7 +192,8 @@ class _Handed:
             self.forked = _Forked(self.scanner, self.jobs)
             self.submit = self.forked.submit
         if self.folder is None:
-            self.folder = tempfile.TemporaryDirectory(prefix="trainmedic-")
+            remove_orphans(SCANS_PREFIX, tempfile.gettempdir())
+            self.folder = tempfile.TemporaryDirectory(prefix=f"{SCANS_PREFIX}{os.getpid()}-")
         self.queued.append(self.submit(path, first, stop, self.folder.name))
 
     def oldest(self) -> list[ChunkScan]:

@@ -87,31 +87,6 @@ def _start_worker() -> None:
 RULES_PREFIX = "trainmedic-rules-"  # then the server's process id and a random part
 
 
-def _remove_orphans(folder: str) -> None:
-    """Remove the catalogues' folders of servers that are gone: one killed (by the editor, or
-    the system) could not remove its own."""
-    import shutil
-
-    if sys.platform == "win32":  # where os.kill(pid, 0) would end the process, not test it
-        return
-    try:
-        names = os.listdir(folder)
-    except OSError:  # only a folder left behind
-        return
-    for name in names:
-        if not name.startswith(RULES_PREFIX):
-            continue
-        pid = name[len(RULES_PREFIX):].partition("-")[0]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
-        except OSError:  # alive, but another user's
-            pass
-
-
 class _Pooled:
     """A piece in the pool (see `events.parallel.Piece`): a pool broken by a worker's death
     is that piece's `WorkerError`."""
@@ -217,10 +192,12 @@ class Workers:
         import hashlib
         import tempfile
 
+        from trainmedic.events.parallel import remove_orphans
+
         data = pickle.dumps(catalogue)
         with self._lock:
             if self._rules_folder is None:
-                _remove_orphans(tempfile.gettempdir())
+                remove_orphans(RULES_PREFIX, tempfile.gettempdir())
                 self._rules_folder = tempfile.mkdtemp(prefix=f"{RULES_PREFIX}{os.getpid()}-")
             folder = self._rules_folder
         name = os.path.join(folder, hashlib.sha256(data).hexdigest())
