@@ -171,6 +171,10 @@ def _faulty(path: str, first: int, stop: int | None, folder: str) -> str:
     return str(1 / 0)
 
 
+def _out_of_memory(path: str, first: int, stop: int | None, folder: str) -> str:
+    raise MemoryError
+
+
 def test_what_a_worker_raises_is_raised_here(big_log: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parallel, "_scan_piece", _unreadable)
@@ -178,6 +182,9 @@ def test_what_a_worker_raises_is_raised_here(big_log: Path,
         answer([str(big_log)], 2)
     monkeypatch.setattr(parallel, "_scan_piece", _faulty)  # a fault of this code: where it is
     with pytest.raises(RuntimeError, match=r"(?s)worker process failed.*_faulty.*ZeroDivision"):
+        answer([str(big_log)], 2)
+    monkeypatch.setattr(parallel, "_scan_piece", _out_of_memory)  # as if killed for it
+    with pytest.raises(parallel.WorkerError, match=r"worker process died.*--jobs 1"):
         answer([str(big_log)], 2)
 
 

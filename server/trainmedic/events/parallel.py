@@ -273,6 +273,8 @@ def _serve(scanner: Scanner, tasks: int, answers: int) -> None:
                 answer = ["done", _scan_piece(path, first, stop, folder)]
             except InputError as error:
                 answer = ["unreadable", str(error)]
+            except MemoryError:  # as if the system had killed it
+                answer = ["died", ""]
             except Exception:  # a fault of this code: the parent shows where
                 import traceback
 
@@ -312,6 +314,8 @@ class _ForkedPiece:
         kind, text = self.answer
         if kind == "unreadable":
             raise InputError(text)
+        if kind == "died":
+            raise WorkerError
         if kind == "failed":
             raise RuntimeError(f"a worker process failed:\n{text}")
         return text
