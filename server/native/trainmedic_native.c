@@ -307,9 +307,30 @@ PyDoc_STRVAR(word_starts_doc,
 /* One word being looked for: its bytes, and the list of its starts with where the next may. */
 struct word {
     const unsigned char *bytes;
-    Py_ssize_t size, free;
+    Py_ssize_t size, free, anchor;  /* anchor: the byte memchr looks for, the word's rarest */
     PyObject *starts;
 };
+
+/* How rare a byte is in a log's text: a capital or a rare lowercase letter more than a common
+ * one (English letters by frequency), any letter more than a space, digit or sign. */
+static int rarity(unsigned char c)
+{
+    static const char by_frequency[] = "etaoinshrdlcumwfgypbvkjxqz";
+    const char *at = c >= 'a' && c <= 'z' ? strchr(by_frequency, c) : NULL;
+    if (at != NULL)
+        return (int)(at - by_frequency) + 1;
+    return c >= 'A' && c <= 'Z' ? 27 : 0;
+}
+
+/* Where in `word` its rarest byte is (the first of the rarest). */
+static Py_ssize_t rarest(const unsigned char *bytes, Py_ssize_t size)
+{
+    Py_ssize_t best = 0, i;
+    for (i = 1; i < size; i++)
+        if (rarity(bytes[i]) > rarity(bytes[best]))
+            best = i;
+    return best;
+}
 
 /* Whether `word` may start in data[at, end): a loop the compiler turns into vector compares of
  * the word's first and last bytes, so that a block without one costs next to nothing. */
@@ -329,19 +350,25 @@ static int may_start(const unsigned char *data, Py_ssize_t at, Py_ssize_t end,
     return any;
 }
 
-/* The starts of `word` in data[at, end) after its last one, added to its list; -1 on error. */
+/* The starts of `word` in data[at, end) after its last one, added to its list; -1 on error.
+ * memchr looks for the word's rarest byte, not its first ("scale" for its c, not its s: a
+ * Megatron-LM line holds a dozen s). */
 static int add_starts(const unsigned char *data, Py_ssize_t at, Py_ssize_t end, struct word *word)
 {
-    const unsigned char *next = data + (at > word->free ? at : word->free), *stop = data + end;
-    while (next < stop && (next = memchr(next, word->bytes[0], (size_t)(stop - next))) != NULL) {
-        if (memcmp(next, word->bytes, (size_t)word->size) != 0) {
+    const Py_ssize_t anchor = word->anchor;
+    const unsigned char *next = data + (at > word->free ? at : word->free) + anchor;
+    const unsigned char *stop = data + end + anchor;
+    while (next < stop && (next = memchr(next, word->bytes[anchor], (size_t)(stop - next)))
+                          != NULL) {
+        const unsigned char *start = next - anchor;
+        if (memcmp(start, word->bytes, (size_t)word->size) != 0) {
             next++;
             continue;
         }
-        if (append_offset(word->starts, next - data) < 0)
+        if (append_offset(word->starts, start - data) < 0)
             return -1;
-        word->free = next - data + word->size;
-        next += word->size;
+        word->free = start - data + word->size;
+        next = start + word->size + anchor;
     }
     return 0;
 }
@@ -370,6 +397,7 @@ static PyObject *word_starts(PyObject *module, PyObject *args)
         }
         words[w].bytes = (const unsigned char *)PyBytes_AS_STRING(item);
         words[w].size = PyBytes_GET_SIZE(item);
+        words[w].anchor = rarest(words[w].bytes, words[w].size);
         words[w].free = 0;
         words[w].starts = PyList_New(0);
         if (words[w].starts == NULL)
