@@ -9,7 +9,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from trainmedic import __version__
@@ -157,17 +156,19 @@ def _catalogue(rule_dirs: Sequence[str]) -> Catalogue:
 
     catalogue = bundled()
     for directory in rule_dirs:
-        catalogue = catalogue.merged(_pack(Path(directory)))
+        catalogue = catalogue.merged(_pack(directory))
     return catalogue
 
 
-def _pack(directory: Path) -> Catalogue:
+def _pack(directory: str) -> Catalogue:
     """A rule pack, refused (RuleError) when the matcher backend cannot compile it."""
+    from pathlib import Path
+
     from trainmedic.catalogue.load import load_pack
     from trainmedic.catalogue.rules import RuleError
     from trainmedic.matching.choice import unsupported
 
-    pack = load_pack(directory)
+    pack = load_pack(Path(directory))
     problem = unsupported(pack)
     if problem is not None:
         raise RuleError(str(directory), None, "fingerprints", problem)
@@ -377,7 +378,7 @@ def cmd_rules_test(args: argparse.Namespace) -> int:
 
 def cmd_rules_validate(args: argparse.Namespace) -> int:
     for directory in args.dirs:
-        pack = _pack(Path(directory))
+        pack = _pack(directory)
         print(f"{directory}: {len(pack.rules)} rules valid")
     return EXIT_OK
 
@@ -392,7 +393,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         return int(run())
     if not inspect.signature(run).parameters:
         return _fail(f"probe {args.name} takes no file argument", EXIT_USAGE)
-    if not Path(args.target).exists():
+    if not os.path.exists(args.target):
         return _fail(f"{args.target}: no such file or directory", EXIT_INPUT)
     return int(run(args.target))
 

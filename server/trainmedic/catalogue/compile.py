@@ -17,8 +17,8 @@ from trainmedic.catalogue.rules import ATTRIBUTIONS, RuleError
 from trainmedic.metrics.detectors.registry import DETECTORS
 
 RULES_DIR = Path(__file__).resolve().parents[3] / "rules"
-OUTPUT = DATA / CATALOGUE_RESOURCE
-SCHEMA = DATA / SCHEMA_RESOURCE
+OUTPUT = Path(DATA, CATALOGUE_RESOURCE)
+SCHEMA = Path(DATA, SCHEMA_RESOURCE)
 
 
 def compile_rules(rules_dir: Path = RULES_DIR) -> str:

@@ -11,11 +11,13 @@ import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from trainmedic.logs.formats import FORMATS
 from trainmedic.logs.prefixes import rank_of_path
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # A folder's logs: plain text logs, and every file a registered format may be; each of them
 # also compressed.
@@ -104,9 +106,13 @@ def open_regular(name: str) -> BinaryIO:
     return os.fdopen(descriptor, "rb")
 
 
-def _log_files(directory: Path) -> list[Path]:
+def _log_files(directory: str) -> list[Path]:
+    """The log files under `directory`, by name. (pathlib is imported only to walk a folder:
+    with what it imports it takes 5 ms, a tenth of a short diagnosis of one file.)"""
+    from pathlib import Path
+
     found = []
-    for root, dirs, files in os.walk(directory, onerror=None, followlinks=False):
+    for root, dirs, files in os.walk(Path(directory), onerror=None, followlinks=False):
         dirs.sort()
         for name in sorted(files):
             path = Path(root, name)
@@ -150,16 +156,15 @@ def expand(paths: list[str]) -> tuple[list[str], list[str]]:
         if given == "-":
             files.append("-")
             continue
-        path = Path(given)
         try:
-            mode = path.stat().st_mode
+            mode = os.stat(given).st_mode
         except OSError as error:
             raise refused(given, error) from None
         if stat.S_ISDIR(mode):
-            if not os.access(path, os.R_OK | os.X_OK):
+            if not os.access(given, os.R_OK | os.X_OK):
                 raise InputError(f"{given}: permission denied")
             logs = []
-            for candidate in _log_files(path):
+            for candidate in _log_files(given):
                 try:
                     kind = irregular_kind(candidate.stat().st_mode)
                     if kind is not None:

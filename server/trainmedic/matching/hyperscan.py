@@ -14,11 +14,11 @@ threads at once, with one shared matcher.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Iterator
 from functools import cached_property, partial
-from pathlib import Path
 from typing import Any
 
 from trainmedic.catalogue.rules import Catalogue, Fingerprint
@@ -50,7 +50,8 @@ def _compiled(expressions: list[bytes], flags: list[int]) -> Any:
     return database
 
 
-EXPRESSIONS = Path(__file__).with_name("expressions.py")  # what turns patterns into expressions
+# What turns patterns into expressions (a path as text: see `user_cache.cache_folder`)
+EXPRESSIONS = os.path.join(os.path.dirname(__file__), "expressions.py")
 KEPT_DATABASES = 16  # every catalogue (each edit of a rule pack) compiles to a database of its own
 
 
@@ -81,12 +82,13 @@ def _database(patterns: list[str], flags: list[int], expressions: Callable[[], l
     import hyperscan
 
     release = getattr(hyperscan, "__version__", "")  # not importlib.metadata: slow to import
-    code = zlib.crc32(EXPRESSIONS.read_bytes(), zlib.crc32(Path(__file__).read_bytes()))
+    code = zlib.crc32(_read(EXPRESSIONS), zlib.crc32(_read(__file__)))
     made_from = repr((release, _machine(), code, patterns, flags)).encode() + b"\n"  # one line
     try:
-        cached = cache_folder() / f"hyperscan-{zlib.crc32(made_from):08x}.db"
+        folder = cache_folder()
     except OSError:
         return _compiled(expressions(), flags)
+    cached = os.path.join(folder, f"hyperscan-{zlib.crc32(made_from):08x}.db")
     try:
         with open(cached, "rb") as stored:
             if stored.read(len(made_from)) == made_from:
@@ -97,26 +99,35 @@ def _database(patterns: list[str], flags: list[int], expressions: Callable[[], l
         pass
     database = _compiled(expressions(), flags)
     try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        partial = cached.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(made_from + hyperscan.dumpb(database))
+        os.makedirs(folder, exist_ok=True)
+        partial = f"{cached.removesuffix('.db')}.{os.getpid()}.tmp"
+        with open(partial, "wb") as out:
+            out.write(made_from + hyperscan.dumpb(database))
         os.replace(partial, cached)  # whole or not at all, even with several writers
-        _forget_old(cached.parent)
+        _forget_old(folder)
     except OSError:
         pass
     return database
 
 
-def _forget_old(folder: Path) -> None:
+def _read(path: str) -> bytes:
+    with open(path, "rb") as source:
+        return source.read()
+
+
+def _forget_old(folder: str) -> None:
     """Remove the cached databases beyond the KEPT_DATABASES used last."""
-    def used(path: Path) -> float:
+    def used(path: str) -> float:
         try:
-            return path.stat().st_mtime
+            return os.stat(path).st_mtime
         except OSError:  # removed meanwhile by another process
             return 0.0
 
-    for old in sorted(folder.glob("hyperscan-*.db"), key=used, reverse=True)[KEPT_DATABASES:]:
-        old.unlink(missing_ok=True)
+    databases = [os.path.join(folder, name) for name in os.listdir(folder)
+                 if name.startswith("hyperscan-") and name.endswith(".db")]
+    for old in sorted(databases, key=used, reverse=True)[KEPT_DATABASES:]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(old)
 
 
 def _flags(fingerprint: Fingerprint) -> int:
