@@ -14,7 +14,6 @@ threads at once, with one shared matcher.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.matching.python import Found, Matcher, signal_patterns
 from trainmedic.metrics.samples import POSITIONED, SIGNALS
 from trainmedic.model import Hit
-from trainmedic.user_cache import cache_folder
+from trainmedic.user_cache import cache_folder, forget_old, write_whole
 
 _MARK = 1 << 30  # the candidate index of a traceback marker's line
 _METRIC = 1 << 29  # plus its signal's index: the candidate index of a metric pattern's line
@@ -99,12 +98,8 @@ def _database(patterns: list[str], flags: list[int], expressions: Callable[[], l
         pass
     database = _compiled(expressions(), flags)
     try:
-        os.makedirs(folder, exist_ok=True)
-        partial = f"{cached.removesuffix('.db')}.{os.getpid()}.tmp"
-        with open(partial, "wb") as out:
-            out.write(made_from + hyperscan.dumpb(database))
-        os.replace(partial, cached)  # whole or not at all, even with several writers
-        _forget_old(folder)
+        write_whole(cached, made_from + hyperscan.dumpb(database))
+        forget_old(folder, "hyperscan-", ".db", KEPT_DATABASES)
     except OSError:
         pass
     return database
@@ -113,21 +108,6 @@ def _database(patterns: list[str], flags: list[int], expressions: Callable[[], l
 def _read(path: str) -> bytes:
     with open(path, "rb") as source:
         return source.read()
-
-
-def _forget_old(folder: str) -> None:
-    """Remove the cached databases beyond the KEPT_DATABASES used last."""
-    def used(path: str) -> float:
-        try:
-            return os.stat(path).st_mtime
-        except OSError:  # removed meanwhile by another process
-            return 0.0
-
-    databases = [os.path.join(folder, name) for name in os.listdir(folder)
-                 if name.startswith("hyperscan-") and name.endswith(".db")]
-    for old in sorted(databases, key=used, reverse=True)[KEPT_DATABASES:]:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(old)
 
 
 def _flags(fingerprint: Fingerprint) -> int:
