@@ -20,9 +20,9 @@ making a scan linear in the length of the text:
 The same reading of a pattern tells the pure-Python matcher what lets it skip text: the
 literals every match contains and how far before them a match starts (`required_literals`),
 and whether a match survives every digit made 0 (`matches_with_digits_zeroed`).
-"""
 
-from __future__ import annotations
+Annotations are evaluated, as in `model`, for the records' sake.
+"""
 
 import functools
 import importlib

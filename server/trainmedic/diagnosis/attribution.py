@@ -11,9 +11,9 @@ one rank's output is here, no rank is said to have failed first. On several node
 node's torchelastic agent names its own first failure: the earliest of them started it. Each
 answer carries its basis (model.Basis), the rule that chose it, and the rank's host where a
 launcher or a line prefix names it, so the bad node can be drained.
-"""
 
-from __future__ import annotations
+Annotations are evaluated, as in `model`, for the records' sake.
+"""
 
 import re
 import time

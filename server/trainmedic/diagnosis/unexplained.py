@@ -26,9 +26,9 @@ A failure is explained, and not listed, when a rule accounts for it:
     it) and for every worker exit (the launcher's echo of a failure): a run with a root cause
     lists only the exceptions that came before it.
 Entries come first failure first, one per distinct exception and message, at most LISTED.
-"""
 
-from __future__ import annotations
+Annotations are evaluated, as in `model`, for the records' sake.
+"""
 
 import re
 from collections.abc import Iterable, Mapping, Sequence

@@ -4,9 +4,9 @@ A scan holds a chunk's fingerprint hits, metric samples, rank census and the lin
 may run through, numbered from the chunk's own first line (0). Needing nothing from earlier
 chunks, chunks can be scanned in any order and in other processes; the engine then folds the
 scans in order, each source's after the `SourceStart` that announces it.
-"""
 
-from __future__ import annotations
+Annotations are evaluated, as in `model`, for the records' sake.
+"""
 
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -75,7 +75,7 @@ class ChunkScan:
         self.block_lines = block_lines  # the lines after the head a traceback may run through
         self._head_lines: list[str] | None = None  # the head's, split when first asked for
 
-    def __reduce__(self) -> tuple[Callable[..., ChunkScan], tuple[object, ...]]:
+    def __reduce__(self) -> tuple[Callable[..., "ChunkScan"], tuple[object, ...]]:
         """A worker hands scans over as plain tuples: pickle calls Python code for each named
         tuple (a flood chunk holds thousands of hits), and for a builtin tuple it does not."""
         return _unpickled, (

@@ -7,9 +7,9 @@ launcher ended (its SIGTERMs, srun's "Killed") once the first had gone, and on w
 torchelastic's "Root Cause (first observed failure)" is kept as one fact among others: it is
 wrong when a rank was killed before writing an error file or the first error was collateral.
 On several nodes each node's agent prints its own summary; their Root Causes' times order them.
-"""
 
-from __future__ import annotations
+Annotations are evaluated, as in `model`, for the records' sake.
+"""
 
 import re
 from collections.abc import Iterable

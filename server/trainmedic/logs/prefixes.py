@@ -5,9 +5,9 @@ same table, so the two never disagree. FRAMES are what the tools that collect a 
 put before every line (a container's name, the time it was read): no rank, but a launcher's
 prefix may follow one. RELAYS are the lines with which a launcher hands on another process's
 error: the traceback after one is the named rank's.
-"""
 
-from __future__ import annotations
+Annotations are evaluated, as in `model`, for the records' sake.
+"""
 
 import re
 from collections.abc import Iterator

@@ -7,9 +7,9 @@ lines differ mostly in their numbers, so a megabyte of them has a few dozen kilo
 (and the next chunk mostly the same ones, which are remembered): the substring tests that rule
 most patterns out run over those, and a pattern blind to digit values that matches none of the
 shapes holding its literal matches no line.
-"""
 
-from __future__ import annotations
+Annotations are evaluated, as in `model`, for the records' sake.
+"""
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -36,7 +36,7 @@ class Found(NamedTuple):
     # where the matches of its POSITIONED signal end, in order (None: not looked for)
     positioned: list[int] | None = None
 
-    def moved(self, offsets: Callable[[Iterable[int]], Mapping[int, int]]) -> Found:
+    def moved(self, offsets: Callable[[Iterable[int]], Mapping[int, int]]) -> "Found":
         """These findings at other offsets (characters for bytes, or bytes for characters):
         `offsets` maps every offset it is given; the signal positions, a chunk's only, go."""
         at = offsets([*(o for o, _ in self.hits), *self.marks, *self.metric_lines])
@@ -424,7 +424,7 @@ class Matcher:
     def _metric_patterns(self) -> list[_Signal]:
         return [s for s in self._signals if s.name not in SIGNALS]
 
-    def caseless(self) -> Matcher:
+    def caseless(self) -> "Matcher":
         """These patterns blind to case, for text whose case was changed by hand (pure Python:
         only pastes need it)."""
         if self._caseless is None:

@@ -5,9 +5,9 @@ Megatron-LM iteration lines (`lm loss: ... | loss scale: ... | grad norm: ...`),
 Apex overflow lines, progress-bar postfixes (`loss=nan`) and plain `step 10 loss 2.31`. Each
 becomes a `Sample`; only lines with a metric word are parsed, and of a long log only a sample
 of them (`scan_metrics`).
-"""
 
-from __future__ import annotations
+Annotations are evaluated, as in `model`, for the records' sake.
+"""
 
 import math
 import re

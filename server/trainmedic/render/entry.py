@@ -2,9 +2,9 @@
 
 The Markdown of hovers, the panel and the reference, and the terminal text of `rules show`, are
 both laid out from these sections, so an entry reads the same everywhere.
-"""
 
-from __future__ import annotations
+Annotations are evaluated, as in `model`, for the records' sake.
+"""
 
 from typing import NamedTuple
 

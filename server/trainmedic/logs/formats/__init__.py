@@ -5,9 +5,9 @@ and unwrapped as it is read. The other formats are files read whole: one module 
 listed in FORMATS. A format module declares its NAME, the file SUFFIXES
 it may have, the MAX_BYTES it reads, whether it is WRITTEN_WHOLE (once, never appended to, so
 `watch` reads it whole instead of following it), and `decode(raw) -> (text, timestamp) | None`.
-"""
 
-from __future__ import annotations
+Annotations are evaluated, as in `model`, for the records' sake.
+"""
 
 import io
 from typing import BinaryIO, NamedTuple, Protocol
