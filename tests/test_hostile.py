@@ -460,3 +460,16 @@ def test_a_public_key_or_certificate_across_lines_is_left_alone() -> None:
              "MIIDdzCCAl+gAwIBAgIEAgAAuTANBgkqhkiG9w0BAQUFADBaMQswCQYDVQQG",
              "-----END CERTIFICATE-----", "step 3 loss=1.0"]
     assert redact_lines(lines) == lines
+
+
+def test_lines_redacted_together_are_redacted_as_each_alone() -> None:
+    """`redact_lines` looks for the words of secrets once in all the lines joined; each line
+    holding one, wherever it sits among clean ones, is masked as `redact` masks it alone."""
+    from trainmedic.render.redact import redact, redact_lines
+
+    clean = [*CLEAN, "[rank3]: step 7 loss=2.31 tokens/s=9430", "", "no secret \u212a here"]
+    lines = [line for kind in KINDS for line in (*clean, kind)] + clean
+    assert redact_lines(lines) == [redact(line) for line in lines]
+    assert redact_lines(KINDS) == [redact(line) for line in KINDS]
+    assert redact_lines(clean) == clean
+    assert redact_lines([]) == []

@@ -10,8 +10,10 @@ Evidence is redacted by default (`--no-redact` shows it as it is).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Iterable
 from functools import cache
+from itertools import accumulate
 
 from trainmedic.matching.python import folded
 
@@ -78,6 +80,26 @@ def _may_hold_secret(text: str) -> bool:
     return any(word in lowered for word in _WORDS_ANY_CASE)
 
 
+def _may_hold_secrets(lines: list[str]) -> set[int] | None:
+    """The indices of the `lines` for which `_may_hold_secret` may be true (None: any), each
+    word searched once in their joined text, not in each line: a large job's evidence is
+    thousands of lines, and most hold no word at all."""
+    joined = "\n".join(lines)
+    lowered = folded(joined)
+    if len(lowered) != len(joined):  # folding moved what follows a letter: no shortcut
+        return None
+    starts = list(accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    found: set[int] = set()
+    for text, words in ((joined, (*_WORDS, "://")), (lowered, _WORDS_ANY_CASE)):
+        for word in words:
+            at = text.find(word)
+            while at >= 0:  # no word holds a newline: each is within one line
+                index = bisect_right(starts, at) - 1
+                found.add(index)
+                at = text.find(word, starts[index + 1]) if index + 1 < len(starts) else -1
+    return found
+
+
 def _mask(match: re.Match[str]) -> str:
     if match.group("pem"):
         return match.group("pem") + MASK + (match.group("pem_end") or "")
@@ -100,9 +122,14 @@ def redact(text: str) -> str:
 def redact_lines(lines: Iterable[str]) -> list[str]:
     """Each line redacted, and the body lines of a private key printed across lines (after a
     `BEGIN … PRIVATE KEY` line, up to its `END` line) masked whole."""
+    given = list(lines)
+    possible = _may_hold_secrets(given)
     shown: list[str] = []
     inside = False
-    for line in lines:
+    for index, line in enumerate(given):
+        if not inside and possible is not None and index not in possible:
+            shown.append(line)  # no word of a secret, nor of a key's first line
+            continue
         if inside:
             end = _PEM_END.search(line)
             if end is None:
