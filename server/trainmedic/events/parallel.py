@@ -199,6 +199,12 @@ class _Handed:
     def oldest(self) -> list[ChunkScan]:
         return taken(self.queued.popleft().result())
 
+    def finish(self) -> None:
+        """No piece follows the queued ones: workers forked here exit once they have answered
+        theirs, while their last answers are folded (waiting for them at the end cost 5 ms)."""
+        if self.forked is not None:
+            self.forked.finish()
+
     def close(self) -> None:
         """Stop the workers forked here, cancel the pieces left, remove what they handed."""
         for piece in self.queued:
@@ -249,6 +255,7 @@ def scans(scanner: Scanner, inputs: Iterable[tuple[str, BinaryIO]], jobs: int = 
                 handed.queue(path, start, stop)
                 while len(handed.queued) > jobs * TASKS_PER_WORKER:
                     yield from handed.oldest()
+        handed.finish()
         while handed.queued:
             yield from handed.oldest()
     finally:
@@ -377,6 +384,11 @@ class _Forked:
             raise WorkerError from None
         worker.given.append(piece)
         return piece
+
+    def finish(self) -> None:
+        """Close the pipes pieces go to: each worker exits once it has answered its pieces."""
+        for worker in self.workers:
+            worker.tasks.close()
 
     def close(self) -> None:
         """Stop the workers: at once if pieces are left (a diagnosis stopped early), else
