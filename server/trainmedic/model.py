@@ -29,7 +29,10 @@ class Hit(NamedTuple):
     groups: tuple[tuple[str, str], ...] = ()
 
     def group(self, name: str) -> str | None:
-        return dict(self.groups).get(name)
+        for key, value in self.groups:  # a few groups: a scan beats building a dict
+            if key == name:
+                return value
+        return None
 
 
 class Traceback(NamedTuple):
