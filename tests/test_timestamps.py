@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,30 @@ def test_vllm_month_day() -> None:
 ])
 def test_no_timestamp(text: str) -> None:
     assert Clock().parse(text) is None
+
+
+def test_an_event_line_takes_its_time_from_its_text_else_from_its_frame(tmp_path: Path) -> None:
+    """Hit lines have their times read where their chunk is scanned (`events.scan.read_line`),
+    a traceback's lines where they are folded: either way a line dated only by the frame a
+    container runtime put before it takes that frame's time, and one with a time of its own
+    keeps it, in a log read in one process or by workers."""
+    from trainmedic.catalogue.load import bundled
+    from trainmedic.diagnosis.engine import diagnose
+    from trainmedic.logs.inputs import opened
+    from trainmedic.matching.choice import matcher_for
+
+    framed = "2024-05-12T15:51:49.5Z stderr F [rank3]: "
+    log = tmp_path / "run.log"
+    log.write_text(
+        f"{framed}RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "[rank1]:2024-05-12 15:51:50,250 - ERROR - RuntimeError: CUDA error: an illegal memory "
+        "access was encountered\n" * 2, "utf-8")
+    catalogue = bundled()
+    for jobs in (1, 2):
+        with opened([str(log)], None) as streams:
+            found = diagnose(streams, catalogue, matcher_for(catalogue), jobs, None,
+                             total_bytes=None)
+        times = {line.rank: line.timestamp for finding in found.findings
+                 for line in finding.evidence}
+        assert times[3] == pytest.approx(epoch(2024, 5, 12, 15, 51, 49, micro=500000))
+        assert times[1] == pytest.approx(epoch(2024, 5, 12, 15, 51, 50, micro=250000))

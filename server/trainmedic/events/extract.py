@@ -10,8 +10,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterator
 
-from trainmedic.events.scan import ChunkScan
-from trainmedic.logs.prefixes import parse_rank, rank_of_path, relayed_rank
+from trainmedic.events.scan import ChunkScan, read_line
+from trainmedic.logs.prefixes import parse_rank, rank_of_path
 from trainmedic.logs.timestamps import Clock
 from trainmedic.logs.tracebacks import MAX_BLOCK_LINES, TracebackAssembler
 from trainmedic.model import Event, Line, Traceback
@@ -31,13 +31,12 @@ class _Source:
         rank, body = parse_rank(text)
         return (self.rank if rank is None else rank), body
 
-    def event_rank(self, own: int | None, body: str, number: int,
+    def event_rank(self, own: int | None, relayed: int | None, number: int,
                    ends_traceback: bool) -> int | None:
-        """The rank of event line `number` (`own` and `body` as `parse_rank` reads it): its
-        own, else its file's, else that of the error being relayed, which runs to the end of
-        the next traceback (at most MAX_BLOCK_LINES lines on)."""
+        """The rank of event line `number` (`own` as `parse_rank` reads it, `relayed` as
+        `relayed_rank` does): its own, else its file's, else that of the error being relayed,
+        which runs to the end of the next traceback (at most MAX_BLOCK_LINES lines on)."""
         rank = self.rank if own is None else own
-        relayed = relayed_rank(body)
         if relayed is not None:
             self.relayed = relayed, number
         elif self.relayed is not None and number - self.relayed[1] > MAX_BLOCK_LINES:
@@ -88,21 +87,21 @@ class EventExtractor:
         source = self.sources.get(scan.path)
         if source is None:
             source = self.sources[scan.path] = _Source(scan.path)
-        hits = {first_line + number: (text, own, body_start, found)
-                for number, text, own, body_start, found in scan.hits}
+        hits = {first_line + number: (text, reading, found)
+                for number, text, reading, found in scan.hits}
         blocks = _tracebacks(scan, first_line, source)
         for number in sorted(hits.keys() | blocks.keys()):
             block = blocks.get(number)
             if number in hits:
-                text, own, body_start, found = hits[number]
-                body = text[body_start:]
+                text, reading, found = hits[number]
             else:
                 text, found = blocks[number][0].text, ()
-                own, body = parse_rank(text)
-            rank = source.event_rank(own, body, number, block is not None)
-            stamp = source.clock.parse(body)
-            if stamp is None and len(body) < len(text):  # the time a frame gave the line
-                stamp = source.clock.parse(text[:len(text) - len(body)])
+                reading = read_line(text)
+            own, relayed, written, prefix_written = reading
+            rank = source.event_rank(own, relayed, number, block is not None)
+            stamp = source.clock.date(written)
+            if stamp is None:  # the time a frame gave the line
+                stamp = source.clock.date(prefix_written)
             line = Line(scan.path, number, text, rank, stamp if stamp is not None else file_time)
             traceback = block[1] if block else None
             if traceback is not None and traceback.rank is None and rank is not None:

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from trainmedic.logs.formats import Source
-from trainmedic.logs.prefixes import census, parse_rank
+from trainmedic.logs.prefixes import census, parse_rank, relayed_rank
 from trainmedic.logs.reader import (
     Chunk,
     LineCounter,
@@ -24,6 +24,7 @@ from trainmedic.logs.reader import (
     read_chunks,
     read_part,
 )
+from trainmedic.logs.timestamps import Stamp, read_stamp
 from trainmedic.logs.tracebacks import MAX_BLOCK_LINES
 from trainmedic.matching.pasted import PASTE_MAX_BYTES, pasted_hits
 from trainmedic.matching.python import Matcher
@@ -35,6 +36,24 @@ from trainmedic.model import Hit
 # seeing them all at a fraction of the cost. (The bench's logs of 256 and 4096 ranks give the
 # same answers with heads of 16 KiB as with 32, whose census took a sixth of a chunk's scan.)
 CENSUS_SPAN = 1 << 14
+
+
+# What is read of an event's line that needs nothing from the lines before it: the rank its
+# prefixes or text name (`parse_rank`), the rank whose error it relays (`relayed_rank`), and
+# its timestamp as written in its text, then in its prefixes (`read_stamp`). A hit line's is
+# read where its chunk is scanned (by a worker, for a large log) and kept with the chunk's
+# identical lines, not in the fold, which runs one chunk after the other: an fp16 run
+# overflowing at every step makes half its lines evidence, and reading them there took a
+# quarter of the fold's time.
+Reading = tuple[int | None, int | None, Stamp | None, Stamp | None]
+
+
+def read_line(text: str) -> Reading:
+    """The `Reading` of an event's line."""
+    rank, body = parse_rank(text)
+    prefixes = text[:len(text) - len(body)]
+    return (rank, relayed_rank(body), read_stamp(body),
+            read_stamp(prefixes) if prefixes else None)
 
 
 class SourceStart(NamedTuple):
@@ -55,7 +74,7 @@ class ChunkScan:
                  "path", "ranks", "samples", "size")
 
     def __init__(self, path: str, index: int, size: int, lines: int, ranks: frozenset[int],
-                 hits: tuple[tuple[int, str, int | None, int, tuple[Hit, ...]], ...],
+                 hits: tuple[tuple[int, str, Reading, tuple[Hit, ...]], ...],
                  samples: tuple[tuple[Sample, int, str, int | None], ...],
                  block_starts: tuple[int, ...],
                  head: bytes | None, block_lines: dict[int, str]) -> None:
@@ -63,8 +82,7 @@ class ChunkScan:
         self.index = index  # the chunk's index in its source
         self.size = size  # the bytes the chunk was read from
         self.lines, self.ranks = lines, ranks
-        # Each hit line's number, its text (cut as a Line keeps it), the rank its prefixes or
-        # text name and where its prefixes end (`parse_rank`, read in the worker), its hits.
+        # Each hit line's number, its text (cut as a Line keeps it), its `Reading`, its hits.
         self.hits = hits
         self.samples = samples  # each sample, its line's number, text and rank
         self.block_starts = block_starts  # lines that open a traceback or chain one to the next
@@ -80,8 +98,8 @@ class ChunkScan:
         tuple (a flood chunk holds thousands of hits), and for a builtin tuple it does not."""
         return _unpickled, (
             self.path, self.index, self.size, self.lines, self.ranks,
-            tuple([(number, text, rank, body, tuple(map(tuple, hits)))
-                   for number, text, rank, body, hits in self.hits]),
+            tuple([(number, text, reading, tuple(map(tuple, hits)))
+                   for number, text, reading, hits in self.hits]),
             tuple([(tuple(sample), number, text, rank)
                    for sample, number, text, rank in self.samples]),
             self.block_starts, self.head, self.block_lines)
@@ -101,7 +119,7 @@ class ChunkScan:
 
 
 def _unpickled(path: str, index: int, size: int, lines: int, ranks: frozenset[int],
-               hits: tuple[tuple[int, str, int | None, int, tuple[tuple[Any, ...], ...]], ...],
+               hits: tuple[tuple[int, str, Reading, tuple[tuple[Any, ...], ...]], ...],
                samples: tuple[tuple[tuple[Any, ...], int, str, int | None], ...],
                block_starts: tuple[int, ...], head: bytes | None,
                block_lines: dict[int, str]) -> ChunkScan:
@@ -110,21 +128,18 @@ def _unpickled(path: str, index: int, size: int, lines: int, ranks: frozenset[in
     hit, sample = partial(tuple.__new__, Hit), partial(tuple.__new__, Sample)
     return ChunkScan(
         path, index, size, lines, ranks,
-        tuple([(number, text, rank, body, tuple(map(hit, found)))
-               for number, text, rank, body, found in hits]),
+        tuple([(number, text, reading, tuple(map(hit, found)))
+               for number, text, reading, found in hits]),
         tuple([(sample(values), number, text, rank) for values, number, text, rank in samples]),
         block_starts, head, block_lines)
 
 
-def _prefixed(text: str, known: dict[str, tuple[int | None, int]]) -> tuple[int | None, int]:
-    """The rank a line's prefixes or text name, and where its prefixes end (`parse_rank`):
-    read where the chunk is scanned, for every hit line of a failure's flood, and not where
-    the scans are folded, one after the other. `known` holds the chunk's lines read before: a
-    failing run repeats its evidence word for word."""
+def _read(text: str, known: dict[str, Reading]) -> Reading:
+    """The `Reading` of a hit line; `known` holds the chunk's lines read before: a failing run
+    repeats its evidence word for word."""
     found = known.get(text)
     if found is None:
-        rank, body = parse_rank(text)
-        found = known[text] = rank, len(text) - len(body)
+        found = known[text] = read_line(text)
     return found
 
 
@@ -202,9 +217,9 @@ class Scanner:
         samples = tuple(scan_metrics(chunk, signals, numbers, self.metric_patterns,
                                      metric_lines, positioned))
         ranks = census(decoded(data if chunk.index == 0 else data[:CENSUS_SPAN]))
-        prefixed: dict[str, tuple[int | None, int]] = {}
+        read: dict[str, Reading] = {}
         return ChunkScan(
             chunk.path, chunk.index, chunk.size, numbers.at(len(data)), frozenset(ranks),
-            tuple((number, text, *_prefixed(text, prefixed), tuple(hits))
+            tuple((number, text, _read(text, read), tuple(hits))
                   for number, (text, hits) in found.items()),
             samples, starts, data[:head_end] if keep_head else None, kept)

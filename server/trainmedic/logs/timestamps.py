@@ -1,13 +1,16 @@
 """Timestamps in the formats training tools print, as epoch seconds.
 
 glog lines (`E0501 12:00:00.123456`) carry no year: a `Clock` lends them the year of the last
-full date it saw in the same source, so both kinds order correctly against each other.
+full date it saw in the same source, so both kinds order correctly against each other. Reading
+a timestamp as written needs no clock (`read_stamp`), so it is done where chunks are scanned;
+dating it, in order (`Clock.date`).
 """
 
 from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 # The searched patterns open with a digit and look back after it (no digit before the number):
 # `re` then skips to the next digit, where one opening with the lookbehind is tried at every
@@ -37,22 +40,43 @@ def _seconds(year: str | int, month: str, day: str, hh: str, mm: str, ss: str,
     return moment.timestamp() + (float("0." + frac) if frac else 0.0)
 
 
+# A timestamp as written: which of the formats above, and its fields.
+Stamp = tuple[str, tuple[Any, ...]]
+
+
+def read_stamp(text: str) -> Stamp | None:
+    """The timestamp near the start of `text`, as written: what `Clock.date` dates."""
+    head = text[:_SEARCH_SPAN]
+    dated = "-" in head  # both searched formats hold one: a line without skips both
+    if dated and (match := _ISO.search(head)):
+        return "iso", match.groups()
+    if match := _GLOG.match(head):
+        return "glog", match.groups()
+    if match := _EPOCH.match(head):
+        return "epoch", match.groups()
+    if dated and (match := _MONTH_DAY.search(head)):
+        return "month-day", match.groups()
+    return None
+
+
 class Clock:
-    """Parses the timestamp near the start of each line of one source."""
+    """Dates the timestamps of one source's lines, in order."""
 
     def __init__(self) -> None:
         self.year = 1970
 
-    def parse(self, body: str) -> float | None:
-        head = body[:_SEARCH_SPAN]
-        dated = "-" in head  # both searched formats hold one: a line without skips both
-        if dated and (match := _ISO.search(head)):
-            self.year = int(match.group(1))
-            return _seconds(*match.groups())
-        if match := _GLOG.match(head):
-            return _seconds(self.year, *match.groups())
-        if match := _EPOCH.match(head):
-            return float(match.group(1) + "." + (match.group(2) or "0"))
-        if dated and (match := _MONTH_DAY.search(head)):
-            return _seconds(self.year, *match.groups())
-        return None
+    def date(self, stamp: Stamp | None) -> float | None:
+        """The seconds of a timestamp read by `read_stamp` (None: none, or no real date)."""
+        if stamp is None:
+            return None
+        kind, fields = stamp
+        if kind == "iso":
+            self.year = int(fields[0])
+            return _seconds(*fields)
+        if kind == "epoch":
+            return float(f"{fields[0]}.{fields[1] or '0'}")
+        return _seconds(self.year, *fields)
+
+    def parse(self, text: str) -> float | None:
+        """The seconds of the timestamp near the start of `text`."""
+        return self.date(read_stamp(text))
