@@ -113,6 +113,21 @@ def test_a_sample_without_what_a_detector_reads_leaves_it_as_it_was() -> None:
         assert state(detector) == before, name
 
 
+def test_a_rank_has_only_the_detectors_its_samples_were_read_by() -> None:
+    """A job of thousands of ranks prints a few samples per rank: each rank's detectors are
+    made when first fed, and one never fed is what it would be unmade (see the test above)."""
+    from trainmedic.diagnosis.engine import metric_series
+
+    series = metric_series(bundled())
+    for rank in range(1000):
+        series.feed(Sample((("loss", 2.0),), 1), Line("x", rank + 1, "", rank))
+    made = {type(d).NAME for detectors in series.detectors_of.values() for d in detectors
+            if d is not None}
+    assert made == {name for name, kind in DETECTORS.items() if "loss" in kind.READS
+                    and any(key[0] == name for key in series.keys)}
+    assert all(len(detectors) == len(series.keys) for detectors in series.detectors_of.values())
+
+
 def test_detectors_on_numbers() -> None:
     assert run_detector("zero-loss-run", values("loss", [0.0] * 25)) == [20]
     assert run_detector("zero-loss-run", values("loss", [0.0] * 19 + [0.1] + [0.0] * 5)) == []

@@ -53,7 +53,9 @@ class MetricSeries:
 
     def __init__(self, keys: tuple[DetectorKey, ...]) -> None:
         self.keys = keys
-        self.detectors_of: dict[int | None, list[Detector]] = {}  # in the keys' order
+        # Each rank's detectors, in the keys' order, each made when it is first fed: a job of
+        # thousands of ranks prints a few samples per rank, which most of them never read.
+        self.detectors_of: dict[int | None, list[Detector | None]] = {}
         self.series: dict[tuple[str, int | None], _Series] = {}
         self.plotted_ranks: set[int | None] = set()
         # which detectors (by key) read a sample of these metrics: the same few sets recur
@@ -71,11 +73,9 @@ class MetricSeries:
         self.samples += 1
         detectors = self.detectors_of.get(line.rank)
         if detectors is None:
-            detectors = self.detectors_of[line.rank] = []
+            detectors = self.detectors_of[line.rank] = [None] * len(self.keys)
             if line.rank is not None:
                 self.ranks.add(line.rank)
-            detectors.extend(DETECTORS[name](self._params[name, params])
-                             for name, params in self.keys)
         present = tuple([name for name, _ in sample.values])
         if sample.skipped:
             present += ("skipped",)
@@ -87,6 +87,9 @@ class MetricSeries:
         x = sample.plot_x(line)
         for index in reading:  # Detector.feed, with the x worked out once for all of them
             detector = detectors[index]
+            if detector is None:
+                name, params = self.keys[index]
+                detector = detectors[index] = DETECTORS[name](self._params[name, params])
             detector.x = x
             detector.check(sample, line)
         for name, value in sample.values:
@@ -105,8 +108,9 @@ class MetricSeries:
             return []
         index = self.keys.index(key)
         return [line for detectors in self.detectors_of.values()
-                if detectors[index].found or detectors[index].held is not None
-                for line, _ in detectors[index].evidence()]
+                if (detector := detectors[index]) is not None
+                and (detector.found or detector.held is not None)
+                for line, _ in detector.evidence()]
 
     def plots(self, preferred: int | None = None) -> tuple[Plot, ...]:
         """Per metric: one rank's points (at most PLOT_POINTS), the anomalies, and the other
@@ -117,7 +121,7 @@ class MetricSeries:
         """
         anomalies: dict[str, list[Anomaly]] = {}
         for detector in (d for detectors in self.detectors_of.values() for d in detectors
-                         if d.found or d.held is not None):  # most never fire: no call
+                         if d is not None and (d.found or d.held is not None)):  # no call
             found = detector.evidence()
             kept = anomalies.setdefault(detector.METRIC, [])
             for line, x in found:
