@@ -315,8 +315,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(f"matcher backend: {matcher.name}" + (
         "" if matcher.name == "hyperscan"
         else " (pip install 'trainmedic[fast]' for the native one)"))
-    print(f"cache: {_cache_folder()} (compiled Hyperscan databases and regular expressions; "
-          "deleting it only slows the next start)")
+    print(f"cache: {_cache_folder()} (compiled Hyperscan databases and regular expressions, "
+          "the parsed catalogue; deleting it only slows the next start)")
     print("scan loops: " + ("C (trainmedic-native)" if NATIVE_LOOPS
                             else "Python (pip install 'trainmedic[fast]' for the C ones)"))
     print(f"processes: {jobs_for(None)} for inputs of {PARALLEL_MIN_BYTES >> 20} MiB or more, "
