@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.logs.timestamps import Clock
+from trainmedic.logs.timestamps import Clock, read_stamp
 
 
 def epoch(*parts: int, micro: int = 0) -> float:
@@ -27,20 +27,20 @@ def epoch(*parts: int, micro: int = 0) -> float:
     ],
 )
 def test_formats(text: str, expected: float) -> None:
-    assert Clock().parse(text) == pytest.approx(expected)
+    assert Clock().date(read_stamp(text)) == pytest.approx(expected)
 
 
 def test_glog_takes_the_year_of_the_last_full_date() -> None:
     clock = Clock()
-    clock.parse("2026-11-29 18:16:25,461 INFO start")
-    assert clock.parse("E1129 18:16:31.927000 7923 api.py:1002] failed") == pytest.approx(
-        epoch(2026, 11, 29, 18, 16, 31, micro=927000))
+    clock.date(read_stamp("2026-11-29 18:16:25,461 INFO start"))
+    glog = read_stamp("E1129 18:16:31.927000 7923 api.py:1002] failed")
+    assert clock.date(glog) == pytest.approx(epoch(2026, 11, 29, 18, 16, 31, micro=927000))
 
 
 def test_vllm_month_day() -> None:
     clock = Clock()
-    clock.parse("2025-07-21 00:00:00 boot")
-    assert clock.parse("INFO 07-21 14:30:01 config.py:1020] ok") == pytest.approx(
+    clock.date(read_stamp("2025-07-21 00:00:00 boot"))
+    assert clock.date(read_stamp("INFO 07-21 14:30:01 config.py:1020] ok")) == pytest.approx(
         epoch(2025, 7, 21, 14, 30, 1))
 
 
@@ -49,7 +49,7 @@ def test_vllm_month_day() -> None:
     "id 12024-05-01 12:00:00 x", "v1-05-01 12:00:00 x", "run 307-21 14:30:01 x",
 ])
 def test_no_timestamp(text: str) -> None:
-    assert Clock().parse(text) is None
+    assert Clock().date(read_stamp(text)) is None
 
 
 def test_an_event_line_takes_its_time_from_its_text_else_from_its_frame(tmp_path: Path) -> None:

@@ -76,7 +76,3 @@ class Clock:
         if kind == "epoch":
             return float(f"{fields[0]}.{fields[1] or '0'}")
         return _seconds(self.year, *fields)
-
-    def parse(self, text: str) -> float | None:
-        """The seconds of the timestamp near the start of `text`."""
-        return self.date(read_stamp(text))
