@@ -33,12 +33,17 @@ def bundled() -> Catalogue:
                      ("bundled",))
 
 
+def _schema() -> dict[str, Any]:
+    """The published rule schema."""
+    with open(os.path.join(DATA, SCHEMA_RESOURCE), encoding="utf-8") as stored:
+        schema: dict[str, Any] = json.loads(stored.read())
+    return schema
+
+
 def _schema_validator() -> Callable[[Any], Any]:
     import fastjsonschema
 
-    with open(os.path.join(DATA, SCHEMA_RESOURCE), encoding="utf-8") as stored:
-        text = stored.read()
-    return fastjsonschema.compile(json.loads(text))
+    return fastjsonschema.compile(_schema())
 
 
 def _node_line(root: Any, path: Iterable[str | int]) -> int | None:
@@ -128,9 +133,7 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
 
 def _schema_at(field_path: list[str | int]) -> dict[str, Any]:
     """The sub-schema that describes the value at `field_path`."""
-    with open(os.path.join(DATA, SCHEMA_RESOURCE), encoding="utf-8") as stored:
-        text = stored.read()
-    root: dict[str, Any] = json.loads(text)
+    root = _schema()
     schema = root
     for key in field_path:
         if str(key).isdigit():
