@@ -310,11 +310,10 @@ def test_summary_names_the_global_rank_of_a_local_rank_once() -> None:
     # torchrun's summary on the second of two 8-GPU nodes: local rank 1 there is global rank 9.
     one = NO_OTHER.replace("rank      : 5 (local_rank: 5)", "rank      : 9 (local_rank: 1)")
     report = report_of(one)
-    assert report.global_rank(1) == 9
-    assert report.global_rank(5) is None
+    assert report.global_ranks() == {1: 9}  # local rank 5 is not named
     # two failed workers with local rank 1 (two nodes): which one a `[default1]:` line is
     # cannot be told
     two = one.replace("Failures:\n  <NO_OTHER_FAILURES>\n", "Failures:\n[1]:\n"
                       "  time      : 2025-09-24_04:42:40\n  host      : node-0\n"
                       "  rank      : 1 (local_rank: 1)\n  exitcode  : 1 (pid: 10980)\n")
-    assert report_of(two).global_rank(1) is None
+    assert report_of(two).global_ranks() == {}

@@ -116,9 +116,12 @@ def _global_ranks(table: dict[int, tuple[Line, str]], report: LauncherReport,
     renamed to the global rank the launcher's summary names for that local rank, when it
     names one only and no line already speaks for that global rank."""
     renamed: dict[int, tuple[Line, str]] = {}
+    global_ranks = report.global_ranks()  # a few, while a job's flood has a line per rank
     for rank, entry in table.items():
-        named = report.global_rank(rank) if local_only(entry[0].text) == rank else None
-        renamed[rank if named is None or named in table else named] = entry
+        named = global_ranks.get(rank)
+        if named is None or named in table or local_only(entry[0].text) != rank:
+            named = rank
+        renamed[named] = entry
     return renamed
 
 

@@ -120,11 +120,13 @@ class LauncherReport(NamedTuple):
     pids_unaccounted: bool = False
     summary_ranks: frozenset[tuple[int, int]] = frozenset()  # torchelastic's (rank, local_rank)
 
-    def global_rank(self, local: int) -> int | None:
-        """The global rank torchelastic's summary names for a local rank, when it names one
+    def global_ranks(self) -> dict[int, int]:
+        """The global rank torchelastic's summary names for each local rank it names with one
         only (each node has a local rank N: two failed workers with it leave it ambiguous)."""
-        ranks = {rank for rank, local_rank in self.summary_ranks if local_rank == local}
-        return next(iter(ranks)) if len(ranks) == 1 else None
+        named: dict[int, set[int]] = {}
+        for rank, local_rank in self.summary_ranks:
+            named.setdefault(local_rank, set()).add(rank)
+        return {local: next(iter(ranks)) for local, ranks in named.items() if len(ranks) == 1}
 
     @property
     def torchelastic_root(self) -> WorkerExit | None:
