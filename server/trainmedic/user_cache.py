@@ -81,12 +81,17 @@ def write_whole(path: str, data: bytes) -> None:
 KEPT_JSON = 4  # copies of JSON files kept (each build of the catalogue makes a new one)
 
 
+def _parsed(data: bytes) -> Any:
+    import json  # here: a start that finds its copy never imports it
+
+    return json.loads(data)
+
+
 def load_json(path: str) -> Any:
     """The value of the JSON file at `path`, unmarshalled from the copy kept of it when its
     bytes were seen before. The copy is found by a checksum of them and holds them too, so it
     is used only for the same bytes; its name says the interpreter, whose marshal format it
     is. A cache that cannot be read or written only means parsing the file."""
-    import json
     import zlib
 
     with open(path, "rb") as source:
@@ -94,7 +99,7 @@ def load_json(path: str) -> Any:
     try:
         folder = cache_folder()
     except OSError:
-        return json.loads(data)
+        return _parsed(data)
     copy = os.path.join(folder, f"json-{zlib.crc32(data):08x}-{len(data)}-"
                                 f"{sys.implementation.cache_tag}-{sys.hexversion:x}.marshal")
     try:
@@ -105,7 +110,7 @@ def load_json(path: str) -> Any:
             return value
     except Exception:  # none kept, or one that cannot be read: parsed as usual
         pass
-    value = json.loads(data)
+    value = _parsed(data)
     with contextlib.suppress(OSError, ValueError):  # ValueError: a value marshal cannot keep
         write_whole(copy, marshal.dumps((data, value)))
         forget_old(folder, "json-", ".marshal", KEPT_JSON)

@@ -7,7 +7,6 @@ where its id and category say). An invalid file fails with one line: file, line 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -35,6 +34,8 @@ def bundled() -> Catalogue:
 
 def _schema() -> dict[str, Any]:
     """The published rule schema."""
+    import json  # here: the bundled catalogue is read without it (see `bundled`)
+
     with open(os.path.join(DATA, SCHEMA_RESOURCE), encoding="utf-8") as stored:
         schema: dict[str, Any] = json.loads(stored.read())
     return schema

@@ -144,7 +144,7 @@ def _named_by_mismatch(findings: list[Finding]) -> tuple[int, int] | None:
         for line in finding.evidence:
             peers = {int(p) for p in _MISMATCH_PEER.findall(line.text)}
             votes.update(peers - ({line.rank} if line.rank is not None else set()))
-    ranked = votes.most_common(2)
+    ranked = votes.most_common()[:2]  # sorted: most_common(2) imports heapq, slow to import
     if ranked and ranked[0][1] >= 2 and (len(ranked) == 1 or ranked[0][1] > ranked[1][1]):
         return ranked[0]
     return None

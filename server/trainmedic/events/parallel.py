@@ -18,7 +18,6 @@ before a 256 MiB log's reading could start on every core, which then takes about
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -269,6 +268,7 @@ def _scan_piece(path: str, first: int, stop: int | None, folder: str) -> str:
 def _serve(scanner: Scanner, tasks: int, answers: int) -> None:
     """A forked worker: each piece read from the pipe `tasks`, scanned, and answered on the
     pipe `answers` (one line each, in order), until the parent closes `tasks`."""
+    import json  # here, as below: a small input, read in one process, never needs it
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -301,6 +301,8 @@ class _Worker:
 
     def read_answer(self) -> None:
         """Wait for the answer to the oldest piece given; `WorkerError` if the worker died."""
+        import json
+
         line = self.answers.readline()
         if not line:
             raise WorkerError
@@ -371,6 +373,7 @@ class _Forked:
         return _Worker(pid, tasks_write, answers_read)
 
     def submit(self, path: str, first: int, stop: int | None, folder: str) -> Piece:
+        import json
         import select
 
         for worker in self.workers:  # answers already here, so that busy workers are known

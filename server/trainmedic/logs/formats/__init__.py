@@ -12,7 +12,7 @@ Annotations are evaluated, as in `model`, for the records' sake.
 import io
 from typing import BinaryIO, NamedTuple, Protocol
 
-from trainmedic.logs.formats import elastic_error, json_lines, notebook
+from trainmedic.logs.formats import elastic_error, notebook
 
 HEAD_BYTES = 8192  # what is looked at to tell a log of JSON records
 
@@ -65,9 +65,13 @@ def adapt(path: str, stream: BinaryIO) -> Source:
             if found is not None:
                 text, stamp = found
                 return Source(path, io.BytesIO(text.encode("utf-8", errors="replace")), stamp)
-    key = json_lines.text_key(_head(stream))
-    if key is not None:
-        return Source(path, io.BufferedReader(json_lines.Unwrapped(stream, key)))
+    head = _head(stream)
+    if head.lstrip()[:1] == b"{":  # what a log of JSON records opens with
+        from trainmedic.logs.formats import json_lines  # and json: a text log never needs them
+
+        key = json_lines.text_key(head)
+        if key is not None:
+            return Source(path, io.BufferedReader(json_lines.Unwrapped(stream, key)))
     return Source(path, stream)
 
 

@@ -7,7 +7,6 @@ every line of it takes the file's timestamp to order against the other ranks' lo
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 NAME = "torchelastic error file"
@@ -33,6 +32,8 @@ def _text(data: Any) -> tuple[str, float | None] | None:
 
 def decode(raw: bytes) -> tuple[str, float | None] | None:
     """The log text the file stands for and its time, or None when it is not such a file."""
+    import json  # here: a text log's diagnosis never pays for importing it
+
     try:
         return _text(json.loads(raw))
     except (ValueError, UnicodeDecodeError):

@@ -9,7 +9,6 @@ ANSI escapes, which the reader drops as it does from any terminal capture.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 NAME = "Jupyter notebook"
@@ -47,6 +46,8 @@ def output_text(output: Any) -> str:
 
 def decode(raw: bytes) -> tuple[str, float | None] | None:
     """The outputs' text, or None when the file is not a notebook."""
+    import json  # here: a text log's diagnosis never pays for importing it
+
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
