@@ -637,8 +637,11 @@ def script() -> int:
     command = sys.argv[1] if sys.argv[1:2] and sys.argv[1] in ADDERS else None
     if command:
         load_regexes(command)
-    code = main()
-    gc.freeze()
+    # Frozen before a diagnosis turns the collector back on: else its first allocation then
+    # walks everything the run made, as the interpreter's exit would.
+    with _collector_off() if command == "diagnose" else nullcontext():
+        code = main()
+        gc.freeze()
     if command:
         save_regexes(command)
     return code
