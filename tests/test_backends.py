@@ -255,13 +255,13 @@ def test_the_part_hyperscan_runs_matches_every_line_the_whole_does() -> None:
                 continue
             shortened += 1
             flags = fingerprint.regex.flags
-            for example in rule.examples_match:
+            for example in CATALOGUE.examples(rule.id).match:
                 for line in example.text.splitlines():
                     if fingerprint.regex.search(line):
                         assert re.search(part, line, flags), (rule.id, line)
         for metric in rule.metric_patterns:
             part = expressions.without_varying_end(metric)
-            for example in rule.examples_match:
+            for example in CATALOGUE.examples(rule.id).match:
                 for line in example.text.splitlines():
                     if re.search(metric, line):
                         assert re.search(part, line), (rule.id, line)

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 from shared_files import TAXONOMIES, need, taxonomy
 
-from trainmedic.catalogue.compile import OUTPUT, RULES_DIR, SCHEMA, compile_rules, schema_text
+from trainmedic.catalogue.compile import (
+    EXAMPLES,
+    OUTPUT,
+    RULES_DIR,
+    SCHEMA,
+    compile_rules,
+    schema_text,
+)
 from trainmedic.catalogue.load import bundled, load, load_pack
 from trainmedic.catalogue.rules import RuleError, quantity
 from trainmedic.diagnosis.selftest import self_test
@@ -20,8 +27,8 @@ VALID = (RULES_DIR / "training-stability" / "amp-bf16-vs-fp16.yaml").read_text("
 
 
 def test_compiled_catalogue_is_in_sync_with_rules_dir() -> None:
-    assert OUTPUT.read_text("utf-8") == compile_rules(), \
-        "server/trainmedic/catalogue/data/catalogue.json is stale: run `make catalogue`"
+    assert (OUTPUT.read_text("utf-8"), EXAMPLES.read_text("utf-8")) == compile_rules(), \
+        "server/trainmedic/catalogue/data/ is stale: run `make catalogue`"
 
 
 def test_schema_declares_the_registered_detectors() -> None:
@@ -64,10 +71,10 @@ def test_taxonomy_categories_and_roles_are_kept() -> None:
 
 @pytest.mark.parametrize("rule_id", sorted(CATALOGUE.by_id))
 def test_rule_examples(rule_id: str) -> None:
-    rule = CATALOGUE.by_id[rule_id]
-    assert len(rule.examples_match) >= 3
-    assert len(rule.examples_no_match) >= 2
-    result = self_test(rule, CATALOGUE)
+    examples = CATALOGUE.examples(rule_id)
+    assert len(examples.match) >= 3
+    assert len(examples.no_match) >= 2
+    result = self_test(CATALOGUE.by_id[rule_id], CATALOGUE)
     assert result.passed, result.failures
 
 
@@ -181,6 +188,39 @@ def test_user_pack_adds_and_overrides(tmp_path: Path) -> None:
     assert "site-bf16" in load([second]).by_id
 
 
+def test_a_pack_rule_brings_its_own_examples(tmp_path: Path) -> None:
+    changed = VALID.replace("source: shared corpus real-b/006.log", "source: the site's own log")
+    catalogue = load([write_rule(tmp_path, changed)])
+    assert catalogue.examples("amp-bf16-vs-fp16").match[0].source.startswith("the site's own")
+    assert CATALOGUE.examples("amp-bf16-vs-fp16").match[0].source.startswith("shared corpus")
+    assert catalogue.examples("nan-loss") == CATALOGUE.examples("nan-loss")
+    assert catalogue.examples("no-such-rule") == ((), ())
+
+
+def test_the_examples_are_read_when_first_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainmedic.catalogue import load as loading
+    from trainmedic.diagnosis.engine import diagnose_text
+
+    read: list[str] = []
+    real = loading.load_json
+    monkeypatch.setattr(loading, "load_json", lambda path: read.append(path) or real(path))
+    catalogue = bundled()
+    diagnose_text("RuntimeError: CUDA error: an illegal memory access was encountered\n",
+                  catalogue)
+    assert [Path(p).name for p in read] == ["catalogue.json"]
+    assert catalogue.examples("nan-loss") == CATALOGUE.examples("nan-loss")
+    assert catalogue.examples("disk-full").match
+    assert [Path(p).name for p in read] == ["catalogue.json", "examples.json"]  # once
+
+
+def test_a_pickled_catalogue_holds_its_rules_not_their_examples() -> None:
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(CATALOGUE))
+    assert (copy.rules, copy.sources) == (CATALOGUE.rules, CATALOGUE.sources)
+    assert copy.examples("nan-loss") == ((), ())
+
+
 def test_where_conditions_compare_sizes_as_bytes() -> None:
     assert quantity("3.87 GiB") == pytest.approx(3.87 * 2**30)
     assert quantity("250.00 MiB") == 250 * 2**20
@@ -227,5 +267,5 @@ FRAMEWORK_SOURCE = re.compile(r"^[\w.-]+/[\w.-]+ (?:v?\d[\w.+-]*|main|master) [\
 @pytest.mark.parametrize("rule_id", sorted(CATALOGUE.by_id))
 def test_each_rule_cites_where_its_messages_come_from(rule_id: str) -> None:
     """At least one real message of every rule is cited as `owner/repo version path`."""
-    sources = [example.source for example in CATALOGUE.by_id[rule_id].examples_match]
+    sources = [example.source for example in CATALOGUE.examples(rule_id).match]
     assert any(FRAMEWORK_SOURCE.match(source) for source in sources), sources

@@ -1,8 +1,9 @@
-"""Compile `rules/` (YAML, validated) into the JSON catalogue the package loads at start, and
-write the detector and attribution parts of the published rule schema from their registries.
+"""Compile `rules/` (YAML, validated) into the JSON catalogue the package loads at start and
+the JSON of the rules' examples beside it, and write the detector and attribution parts of the
+published rule schema from their registries.
 
 Parsing every YAML file with the pure-Python loader is too slow for a command-line start, so the
-bundled rules ship pre-compiled; a test regenerates both files and fails when either is stale.
+bundled rules ship pre-compiled; a test regenerates the files and fails when one is stale.
 """
 
 from __future__ import annotations
@@ -12,25 +13,39 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainmedic.catalogue.load import CATALOGUE_RESOURCE, DATA, SCHEMA_RESOURCE, load_pack
+from trainmedic.catalogue.load import (
+    CATALOGUE_RESOURCE,
+    DATA,
+    EXAMPLES_RESOURCE,
+    SCHEMA_RESOURCE,
+    load_pack,
+)
 from trainmedic.catalogue.rules import ATTRIBUTIONS, RuleError
 from trainmedic.metrics.detectors.registry import DETECTORS
 
 RULES_DIR = Path(__file__).resolve().parents[3] / "rules"
 OUTPUT = Path(DATA, CATALOGUE_RESOURCE)
+EXAMPLES = Path(DATA, EXAMPLES_RESOURCE)
 SCHEMA = Path(DATA, SCHEMA_RESOURCE)
 
 
-def compile_rules(rules_dir: Path = RULES_DIR) -> str:
+def compile_rules(rules_dir: Path = RULES_DIR) -> tuple[str, str]:
+    """The JSON of the catalogue, and of its rules' examples (by rule id)."""
     import yaml
 
     catalogue = load_pack(rules_dir)  # validates every file, raising RuleError on the first bad one
     rules: list[dict[str, Any]] = []
+    examples: dict[str, Any] = {}
     for rule in sorted(catalogue.rules, key=lambda r: (r.category, r.id)):
         data = yaml.safe_load((rules_dir.parent / rule.source).read_text("utf-8"))
         data["source"] = rule.source
+        examples[rule.id] = data.pop("examples")
         rules.append(data)
-    return json.dumps({"rules": rules}, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    return _dumped({"rules": rules}), _dumped(examples)
+
+
+def _dumped(value: Any) -> str:
+    return json.dumps(value, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 def schema_text(current: str) -> str:
@@ -54,13 +69,15 @@ def schema_text(current: str) -> str:
 def main() -> int:
     SCHEMA.write_text(schema_text(SCHEMA.read_text("utf-8")), "utf-8")
     try:
-        compiled = compile_rules()
+        compiled, examples = compile_rules()
     except RuleError as error:
         print(f"invalid rule: {error}", file=sys.stderr)
         return 1
     OUTPUT.write_text(compiled, "utf-8")
-    print(f"wrote {SCHEMA.relative_to(RULES_DIR.parent)} and "
-          f"{OUTPUT.relative_to(RULES_DIR.parent)}", file=sys.stderr)
+    EXAMPLES.write_text(examples, "utf-8")
+    print(f"wrote {SCHEMA.relative_to(RULES_DIR.parent)}, "
+          f"{OUTPUT.relative_to(RULES_DIR.parent)} and "
+          f"{EXAMPLES.relative_to(RULES_DIR.parent)}", file=sys.stderr)
     return 0
 
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from trainmedic.catalogue.rules import Catalogue, Condition, Rule, RuleError
+from trainmedic.catalogue.rules import Catalogue, Condition, Examples, Rule, RuleError
 from trainmedic.user_cache import load_json
 
 if TYPE_CHECKING:  # packs are read by path; the bundled catalogue by text: see `bundled`
@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # packs are read by path; the bundled catalogue by text: see 
 DATA = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data")
 SCHEMA_RESOURCE = "rule.schema.json"
 CATALOGUE_RESOURCE = "catalogue.json"
+EXAMPLES_RESOURCE = "examples.json"  # the rules' examples, kept apart: see `Catalogue`
 
 
 def bundled() -> Catalogue:
@@ -29,7 +30,12 @@ def bundled() -> Catalogue:
     pathlib's: importing it and what it imports takes 5 ms, a tenth of a short diagnosis."""
     data = load_json(os.path.join(DATA, CATALOGUE_RESOURCE))
     return Catalogue(tuple(Rule.from_dict(r, r.get("source", "")) for r in data["rules"]),
-                     ("bundled",))
+                     ("bundled",), _bundled_examples)
+
+
+def _bundled_examples() -> dict[str, Examples]:
+    data = load_json(os.path.join(DATA, EXAMPLES_RESOURCE))
+    return {rule_id: Examples.from_dict(examples) for rule_id, examples in data.items()}
 
 
 def _schema() -> dict[str, Any]:
@@ -80,8 +86,9 @@ def _dotted(path: Iterable[str | int]) -> str:
 
 
 def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
-                   base: Path | None = None) -> Rule:
-    """Load and check one YAML rule; raises `RuleError` naming file, line and field."""
+                   base: Path | None = None) -> tuple[Rule, Examples]:
+    """Load and check one YAML rule and its examples; raises `RuleError` naming file, line and
+    field."""
     import yaml
 
     from trainmedic.catalogue.safe_yaml import compose_and_load
@@ -129,7 +136,7 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
         raise fail(field_path, reason) from None
     _check_semantics(data, path, base, fail)
     source = str(path.relative_to(base.parent)) if base else file_name
-    return Rule.from_dict(data, source)
+    return Rule.from_dict(data, source), Examples.from_dict(data["examples"])
 
 
 def _schema_at(field_path: list[str | int]) -> dict[str, Any]:
@@ -227,13 +234,14 @@ def load_pack(directory: Path) -> Catalogue:
     if not files:
         raise RuleError(str(directory), None, "(pack)", "no *.yaml rule files")
     validate = _schema_validator()
-    rules = [load_rule_file(p, validate, directory) for p in files]
+    loaded = [load_rule_file(p, validate, directory) for p in files]
     seen: dict[str, str] = {}
-    for rule in rules:
+    for rule, _ in loaded:
         if rule.id in seen:
             raise RuleError(rule.source, 1, "id", f"duplicate of {seen[rule.id]}")
         seen[rule.id] = rule.source
-    return Catalogue(tuple(rules), (str(directory),))
+    examples = {rule.id: examples for rule, examples in loaded}
+    return Catalogue(tuple(rule for rule, _ in loaded), (str(directory),), lambda: examples)
 
 
 def load(packs: Iterable[Path] = ()) -> Catalogue:

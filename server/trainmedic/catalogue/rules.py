@@ -9,7 +9,7 @@ evaluated, as in `model`, for the records' sake.
 import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
 from trainmedic.model import Role
@@ -152,6 +152,21 @@ class Example(NamedTuple):
     source: str
 
 
+class Examples(NamedTuple):
+    """A rule's own test cases: lines it must fire on, and look-alikes it must not."""
+
+    match: tuple[Example, ...]
+    no_match: tuple[Example, ...]
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Examples":
+        return cls(tuple(Example(e["text"], e["source"]) for e in data["match"]),
+                   tuple(Example(e["text"], e["source"]) for e in data["no_match"]))
+
+
+NO_EXAMPLES = Examples((), ())
+
+
 class Reference(NamedTuple):
     title: str
     url: str
@@ -172,8 +187,6 @@ class Rule(NamedTuple):
     affected_systems: tuple[str, ...]
     fingerprints: tuple[Fingerprint, ...]
     monitor: str
-    examples_match: tuple[Example, ...]
-    examples_no_match: tuple[Example, ...]
     tags: tuple[str, ...] = ()
     related: tuple[str, ...] = ()
     references: tuple[Reference, ...] = ()
@@ -212,10 +225,6 @@ class Rule(NamedTuple):
                 for fp in data["fingerprints"]
             ),
             monitor=data["monitor"],
-            examples_match=tuple(Example(e["text"], e["source"])
-                                 for e in data["examples"]["match"]),
-            examples_no_match=tuple(Example(e["text"], e["source"])
-                                    for e in data["examples"]["no_match"]),
             tags=tuple(data.get("tags", ())),
             related=tuple(data.get("related", ())),
             references=tuple(Reference(r["title"], r["url"]) for r in data.get("references", ())),
@@ -250,20 +259,35 @@ class Rule(NamedTuple):
 
 
 class Catalogue:
-    """The rules, and the rules by id (built once, here: every stage looks rules up by id)."""
+    """The rules, and the rules by id (built once, here: every stage looks rules up by id).
 
-    __slots__ = ("by_id", "rules", "sources")
+    The rules' examples come from `examples`, called when one is first asked for: a diagnosis
+    never needs them, and the bundled catalogue's are two fifths of its data."""
 
-    def __init__(self, rules: tuple[Rule, ...], sources: tuple[str, ...] = ()) -> None:
+    __slots__ = ("_examples", "by_id", "rules", "sources")
+
+    def __init__(self, rules: tuple[Rule, ...], sources: tuple[str, ...] = (),
+                 examples: Callable[[], Mapping[str, Examples]] = dict) -> None:
         self.rules, self.sources = rules, sources
         self.by_id = {rule.id: rule for rule in rules}
+        self._examples = cache(examples)
+
+    def __reduce__(self) -> tuple[type["Catalogue"], tuple[object, ...]]:
+        """Pickled without the examples (a function's): what is pickled is scanned with (the
+        language server's workers read their catalogue so)."""
+        return Catalogue, (self.rules, self.sources)
 
     def get(self, rule_id: str) -> Rule | None:
         return self.by_id.get(rule_id)
+
+    def examples(self, rule_id: str) -> Examples:
+        """The examples of the rule with this id (none for an unknown id)."""
+        return self._examples().get(rule_id, NO_EXAMPLES)
 
     def merged(self, other: "Catalogue") -> "Catalogue":
         """This catalogue with `other`'s rules added, replacing rules of the same id."""
         rules = dict(self.by_id)
         rules.update(other.by_id)
         return Catalogue(tuple(sorted(rules.values(), key=lambda r: (r.category, r.id))),
-                         self.sources + other.sources)
+                         self.sources + other.sources,
+                         lambda: {**self._examples(), **other._examples()})

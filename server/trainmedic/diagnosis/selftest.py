@@ -21,22 +21,23 @@ class RuleResult:
 
 
 def self_test(rule: Rule, within: Catalogue) -> RuleResult:
-    """The rule's examples with the rule alone; a rule that the rank attribution fires is run
-    within the whole catalogue `within`, whose collateral reports the attribution reads."""
+    """The rule's examples (`within`'s, the catalogue that holds it) with the rule alone; a rule
+    that the rank attribution fires is run within the whole of `within`, whose collateral
+    reports the attribution reads."""
     alone = Catalogue((rule,))
     if rule.attribution is not None:
         alone = within.merged(alone)
+    examples = within.examples(rule.id)
     failures = []
-    for index, example in enumerate(rule.examples_match):
+    for index, example in enumerate(examples.match):
         fired = [f.rule_id for f in diagnose_text(example.text, alone, "<example>").findings]
         if rule.id not in fired:
             failures.append(f"match[{index}] did not fire ({example.source})")
-    for index, example in enumerate(rule.examples_no_match):
+    for index, example in enumerate(examples.no_match):
         fired = [f.rule_id for f in diagnose_text(example.text, alone, "<example>").findings]
         if rule.id in fired:
             failures.append(f"no_match[{index}] fired ({example.source})")
-    return RuleResult(rule.id, tuple(failures), len(rule.examples_match),
-                      len(rule.examples_no_match))
+    return RuleResult(rule.id, tuple(failures), len(examples.match), len(examples.no_match))
 
 
 def self_test_all(catalogue: Catalogue) -> list[RuleResult]:
