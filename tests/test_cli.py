@@ -282,6 +282,15 @@ def test_the_command_leaves_what_it_made_to_the_exit_not_the_collector(
     assert "amp-loss-scale" in capsys.readouterr().out
 
 
+def test_the_entry_point_freezes_the_command_it_imports_and_keeps_the_collector() -> None:
+    code = ("import gc, sys; sys.argv = ['trainmedic', 'rules', 'list']; "
+            "from trainmedic.__main__ import run; assert 'trainmedic.cli' not in sys.modules; "
+            "code = run(); print(code, gc.isenabled(), gc.get_freeze_count() > 1000)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines()[-1] == "0 True True"
+
+
 def test_diagnose_path_does_not_import_the_language_server() -> None:
     code = ("import sys; from trainmedic.cli import main; "
             f"main(['diagnose', {str(EXAMPLE)!r}]); "
