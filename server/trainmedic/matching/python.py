@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property, lru_cache, partial
 from typing import NamedTuple
 
-from trainmedic.catalogue.regex_safety import matches_with_digits_zeroed, required_literals
 from trainmedic.catalogue.rules import KEPT_PATTERNS, Catalogue, Fingerprint
 from trainmedic.logs.launcher import LAUNCHER, PATTERNS
 from trainmedic.logs.reader import Chunk, byte_offsets
@@ -116,6 +115,11 @@ class _Prefilter(NamedTuple):
 def _prefilter(pattern: str, ignore_case: bool) -> _Prefilter | None:
     """None when no required literal is known (a caseless one must be ASCII: Unicode case
     folding is more than lower-casing)."""
+    from trainmedic.catalogue.regex_safety import (  # here: a native backend never asks
+        matches_with_digits_zeroed,
+        required_literals,
+    )
+
     options = [found for found in required_literals(pattern, ignore_case)
                if not found.caseless or all(map(str.isascii, found.texts))]
     if not options:
