@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from functools import cache
 from itertools import accumulate
 
-from trainmedic.matching.python import folded
+from trainmedic.matching.caseless import folded
 
 MASK = "[REDACTED]"
 
