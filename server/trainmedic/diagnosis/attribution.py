@@ -102,7 +102,7 @@ def _first_lines(findings: Iterable[Finding], order: Mapping[str, int],
     table: dict[int, tuple[Line, str]] = {}
     for finding in findings:
         for rank, line in finding.first_by_rank:
-            if (line.path, line.number) in skip:
+            if skip and (line.path, line.number) in skip:  # a line per rank in a flood
                 continue
             current = table.get(rank)
             if current is None or _compare(line, current[0], order) < 0:
