@@ -12,11 +12,13 @@ import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from trainmedic.catalogue.rules import Catalogue, Condition, Examples, Rule, RuleError
+from trainmedic.catalogue.rules import Catalogue, Condition, Rule, RuleError
 from trainmedic.user_cache import load_json
 
-if TYPE_CHECKING:  # packs are read by path; the bundled catalogue by text: see `bundled`
-    from pathlib import Path
+if TYPE_CHECKING:  # packs are read by path, the bundled catalogue by text (see `bundled`);
+    from pathlib import Path  # examples are made only where they are read
+
+    from trainmedic.catalogue.examples import Examples
 
 DATA = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data")
 SCHEMA_RESOURCE = "rule.schema.json"
@@ -34,6 +36,8 @@ def bundled() -> Catalogue:
 
 
 def _bundled_examples() -> dict[str, Examples]:
+    from trainmedic.catalogue.examples import Examples
+
     data = load_json(os.path.join(DATA, EXAMPLES_RESOURCE))
     return {rule_id: Examples.from_dict(examples) for rule_id, examples in data.items()}
 
@@ -91,6 +95,7 @@ def load_rule_file(path: Path, validate: Callable[[Any], Any] | None = None,
     field."""
     import yaml
 
+    from trainmedic.catalogue.examples import Examples
     from trainmedic.catalogue.safe_yaml import compose_and_load
 
     file_name = str(path)

@@ -10,9 +10,12 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache, lru_cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from trainmedic.model import Role
+
+if TYPE_CHECKING:
+    from trainmedic.catalogue.examples import Examples
 
 _OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
@@ -147,26 +150,6 @@ class AttributionRef(NamedTuple):
     weight: float
 
 
-class Example(NamedTuple):
-    text: str
-    source: str
-
-
-class Examples(NamedTuple):
-    """A rule's own test cases: lines it must fire on, and look-alikes it must not."""
-
-    match: tuple[Example, ...]
-    no_match: tuple[Example, ...]
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Examples":
-        return cls(tuple(Example(e["text"], e["source"]) for e in data["match"]),
-                   tuple(Example(e["text"], e["source"]) for e in data["no_match"]))
-
-
-NO_EXAMPLES = Examples((), ())
-
-
 class Reference(NamedTuple):
     title: str
     url: str
@@ -267,7 +250,7 @@ class Catalogue:
     __slots__ = ("_examples", "by_id", "rules", "sources")
 
     def __init__(self, rules: tuple[Rule, ...], sources: tuple[str, ...] = (),
-                 examples: Callable[[], Mapping[str, Examples]] = dict) -> None:
+                 examples: "Callable[[], Mapping[str, Examples]]" = dict) -> None:
         self.rules, self.sources = rules, sources
         self.by_id = {rule.id: rule for rule in rules}
         self._examples = cache(examples)
@@ -280,8 +263,10 @@ class Catalogue:
     def get(self, rule_id: str) -> Rule | None:
         return self.by_id.get(rule_id)
 
-    def examples(self, rule_id: str) -> Examples:
+    def examples(self, rule_id: str) -> "Examples":
         """The examples of the rule with this id (none for an unknown id)."""
+        from trainmedic.catalogue.examples import NO_EXAMPLES
+
         return self._examples().get(rule_id, NO_EXAMPLES)
 
     def merged(self, other: "Catalogue") -> "Catalogue":
