@@ -13,9 +13,9 @@ Annotations are evaluated, as in `model`, for the records' sake.
 
 import re
 from collections.abc import Iterable
-from datetime import datetime, timezone
 from typing import NamedTuple
 
+from trainmedic.logs.timestamps import Clock, read_stamp
 from trainmedic.model import Hit, Line
 
 LAUNCHER = "@launcher"
@@ -189,16 +189,10 @@ def _tasks(text: str) -> list[int]:
 
 
 def _summary_time(text: str | None) -> float | None:
-    """torchelastic's "2024-08-20_11:37:36" as seconds; every node's agent prints its own
-    clock, so these order failures across nodes to the second."""
-    if text is None:
-        return None
-    try:
-        # ISO 8601 with "_" for "T" (fromisoformat, as strptime is slow to import)
-        moment = datetime.fromisoformat(text.replace("_", "T"))
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=timezone.utc).timestamp()
+    """torchelastic's "2024-08-20_11:37:36" (ISO 8601 with "_" for "T", in UTC) as seconds;
+    every node's agent prints its own clock, so these order failures across nodes to the
+    second."""
+    return Clock().date(read_stamp(text)) if text is not None else None
 
 
 def _code_and_signal(exitcode: str | None, signame: str | None) -> tuple[int | None, int | None]:
