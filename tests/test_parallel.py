@@ -151,6 +151,30 @@ def test_the_answer_does_not_depend_on_which_worker_finishes_first(
     assert answer([str(big_log)], 3) == answer([str(big_log)], 1)
 
 
+def _first_piece_slow(path: str, first: int, stop: int | None, folder: str) -> str:
+    """A worker's scan that leaves its process id and first chunk behind, the first piece's
+    slowly: a failure flood in one chunk."""
+    Path(os.environ[PIDS], f"{os.getpid()}-{first}").touch()
+    if first == 0:
+        time.sleep(0.5)
+    return _scan_piece(path, first, stop, folder)
+
+
+def test_a_slow_piece_holds_up_only_the_piece_given_with_it(
+        big_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "PIECE_CHUNKS", 1)  # a piece a chunk; AHEAD = 2 a worker
+    monkeypatch.setenv(PIDS, str(tmp_path))
+    monkeypatch.setattr(parallel, "_scan_piece", _first_piece_slow)
+    assert answer([str(big_log)], 2) == answer([str(big_log)], 1)
+    taken: dict[str, list[int]] = {}
+    for name in os.listdir(tmp_path):
+        pid, first = name.split("-")
+        taken.setdefault(pid, []).append(int(first))
+    slow = next(firsts for firsts in taken.values() if 0 in firsts)
+    assert sorted(slow) == [0, 2]  # the rest went to the worker that was free
+    assert sum(map(len, taken.values())) == -(-big_log.stat().st_size // CHUNK_BYTES)
+
+
 def _dies(path: str, first: int, stop: int | None, folder: str) -> str:
     """A worker killed mid-task, as the system's out-of-memory killer would."""
     os._exit(137)

@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 PIECE_CHUNKS = 16  # chunks per task: large enough that handing a task over costs little
 PARALLEL_MIN_BYTES = 32 * CHUNK_BYTES  # below this, starting workers costs more than it saves
-TASKS_PER_WORKER = 4  # queued ahead, so no worker waits and memory stays bounded
+TASKS_PER_WORKER = 4  # submitted ahead of the fold, so no worker waits and memory stays bounded
+AHEAD = 2  # pieces a worker holds: the one it scans and the next (see `_Forked`)
 # ...unless the chunks are dense with evidence: each hit or metric line costs about 25 µs to
 # scan and fold, a chunk of plain lines about 4 ms. A chunk holding DENSE_LINES of them (an
 # fp16 run overflowing at every step, a job's failure flood) costs ten times that, and with
@@ -296,30 +297,45 @@ class _Worker:
     def __init__(self, pid: int, tasks: int, answers: int) -> None:
         self.pid = pid
         self.tasks = open(tasks, "wb", buffering=0)  # noqa: SIM115  closed by _Forked.close
-        self.answers = open(answers, "rb")  # noqa: SIM115  the same
+        # Read unbuffered, so that `select` sees every answer not read yet.
+        self.answers = answers
+        self.unread = b""  # the start of an answer read in part
         self.given: deque[_ForkedPiece] = deque()
+
+    def give(self, piece: _ForkedPiece) -> None:
+        import json
+
+        try:
+            self.tasks.write(json.dumps(piece.task).encode() + b"\n")
+        except BrokenPipeError:
+            raise WorkerError from None
+        self.given.append(piece)
 
     def read_answer(self) -> None:
         """Wait for the answer to the oldest piece given; `WorkerError` if the worker died."""
         import json
 
-        line = self.answers.readline()
-        if not line:
-            raise WorkerError
+        while b"\n" not in self.unread:
+            data = os.read(self.answers, 1 << 16)
+            if not data:
+                raise WorkerError
+            self.unread += data
+        line, _, self.unread = self.unread.partition(b"\n")
         kind, text = json.loads(line)
         self.given.popleft().answer = kind, text
 
 
 class _ForkedPiece:
-    """A piece given to a `_Worker`, and its answer once read."""
+    """A piece for `_Forked`'s workers (path, first chunk, stop chunk, folder), and its answer
+    once read."""
 
-    def __init__(self, worker: _Worker) -> None:
-        self.worker = worker
+    def __init__(self, forked: _Forked, task: list[object]) -> None:
+        self.forked, self.task = forked, task
         self.answer: tuple[str, str] | None = None
 
     def result(self) -> str:
         while self.answer is None:
-            self.worker.read_answer()
+            self.forked.wait()
         kind, text = self.answer
         if kind == "unreadable":
             raise InputError(text)
@@ -330,13 +346,21 @@ class _ForkedPiece:
         return text
 
     def cancel(self) -> bool:
-        return False  # a piece in a worker's pipe is dropped when the worker is stopped
+        """Drop the piece if no worker has it; one in a worker's pipe goes with the worker."""
+        if self in self.forked.waiting:
+            self.forked.waiting.remove(self)
+            return True
+        return False
 
 
 class _Forked:
     """`jobs` worker processes forked from this one, each with `scanner` (inherited, never
-    sent), given pieces over pipes of their own: each new piece goes to the worker with the
-    fewest not answered, counting those answered meanwhile."""
+    sent), given pieces over pipes of their own.
+
+    A worker holds at most AHEAD pieces not answered: the others wait here until one is free.
+    A failure floods a log's last chunks, each of which then takes ten times as long to scan;
+    given out four at a time, two of them waited behind each other in one worker while the
+    other sat idle (the 4096-rank bench log's last 70 ms)."""
 
     def __init__(self, scanner: Scanner, jobs: int) -> None:
         import gc
@@ -344,6 +368,8 @@ class _Forked:
         gc.freeze()  # until the workers are done, the collector leaves the objects they inherit
         # alone, so that they keep sharing their pages with this process
         self.workers: list[_Worker] = []
+        self.waiting: deque[_ForkedPiece] = deque()  # submitted, for the first worker free
+        self.finished = False  # no piece follows the submitted ones
         try:
             for _ in range(jobs):
                 self.workers.append(self._fork(scanner))
@@ -360,7 +386,7 @@ class _Forked:
             try:
                 for worker in self.workers:  # the pipes to the others: theirs to see closed
                     worker.tasks.close()
-                    worker.answers.close()
+                    os.close(worker.answers)
                 os.close(tasks_write)
                 os.close(answers_read)
                 _serve(scanner, tasks_read, answers_write)
@@ -373,25 +399,40 @@ class _Forked:
         return _Worker(pid, tasks_write, answers_read)
 
     def submit(self, path: str, first: int, stop: int | None, folder: str) -> Piece:
-        import json
-        import select
-
-        for worker in self.workers:  # answers already here, so that busy workers are known
-            while worker.given and select.select([worker.answers], [], [], 0)[0]:
-                worker.read_answer()
-        worker = min(self.workers, key=lambda w: len(w.given))
-        piece = _ForkedPiece(worker)
-        try:
-            worker.tasks.write(json.dumps([path, first, stop, folder]).encode() + b"\n")
-        except BrokenPipeError:
-            raise WorkerError from None
-        worker.given.append(piece)
+        piece = _ForkedPiece(self, [path, first, stop, folder])
+        self.waiting.append(piece)
+        self._give()
         return piece
 
+    def _give(self) -> None:
+        """Give waiting pieces to the workers with room for them, the least busy first; once
+        none is left to give and none will follow, close the pipes pieces go to: each worker
+        exits once it has answered its pieces."""
+        while self.waiting:
+            worker = min(self.workers, key=lambda w: len(w.given))
+            if len(worker.given) >= AHEAD:
+                return
+            worker.give(self.waiting.popleft())
+        if self.finished:
+            for worker in self.workers:
+                worker.tasks.close()
+
+    def wait(self) -> None:
+        """Read the answers of whichever workers answer next, and give them waiting pieces."""
+        import select
+
+        busy = [worker for worker in self.workers if worker.given]
+        ready = [worker for worker in busy if b"\n" in worker.unread] or [
+            worker for worker in busy
+            if worker.answers in select.select([w.answers for w in busy], [], [])[0]]
+        for worker in ready:
+            worker.read_answer()
+        self._give()
+
     def finish(self) -> None:
-        """Close the pipes pieces go to: each worker exits once it has answered its pieces."""
-        for worker in self.workers:
-            worker.tasks.close()
+        """No piece follows the submitted ones."""
+        self.finished = True
+        self._give()
 
     def close(self) -> None:
         """Stop the workers: at once if pieces are left (a diagnosis stopped early), else
@@ -399,11 +440,12 @@ class _Forked:
         import gc
         import signal
 
+        self.waiting.clear()
         for worker in self.workers:
             if worker.given:
                 os.kill(worker.pid, signal.SIGKILL)
             worker.tasks.close()
-            worker.answers.close()
+            os.close(worker.answers)
         for worker in self.workers:
             os.waitpid(worker.pid, 0)
         gc.unfreeze()
