@@ -172,6 +172,19 @@ def test_both_backends_mark_traceback_lines_at_the_same_characters() -> None:
     assert "scale" not in python.signals
 
 
+@pytest.mark.skipif(not fast.available(), reason="the fast extra is not installed")
+@pytest.mark.parametrize(("line", "zero"), [
+    ("[rank1]:step 9 loss=0.5432 lr=1e-4", False), ("[rank1]:step 9 loss=0.0000 lr=1e-4", True),
+    ("{'loss': 0, 'grad_norm': 0.0}", True), ("{'loss': 0.05}", False), ("loss: 0.", True),
+    ("loss =  0.0e-3", False)])
+def test_both_backends_see_a_zero_loss_alike(line: str, zero: bool) -> None:
+    """Where the C loops find the signal (and Hyperscan does not run it), as where it does."""
+    text = "[rank1]:step 8 loss=0.7001 lr=1e-4\n" * 50 + line + "\n"
+    python, native = (matcher_for(CATALOGUE, b).find(text) for b in ("python", "hyperscan"))
+    assert native.signals == python.signals
+    assert ("zero-loss" in python.signals) == zero
+
+
 @pytest.mark.parametrize(("pattern", "runs"), [
     (r"loss scale: \d+ \|.{0,400}?skipped iterations: [1-9]", "skipped iterations: [1-9]"),
     (r"^(?!.{0,400}/dev/shm).{0,400}\[Errno 28\] No space", r"\[Errno 28\] No space"),

@@ -17,7 +17,7 @@ from shared_files import CORPUS, missing, need
 
 from trainmedic.logs.reader import _newlines, _resolve_overwrites
 from trainmedic.metrics import samples
-from trainmedic.metrics.samples import _KEYS, _changes, _named_pairs
+from trainmedic.metrics.samples import _KEYS, _changes, _named_pairs, _zero_loss
 
 try:
     import trainmedic_native
@@ -127,6 +127,21 @@ def test_words_are_found_where_python_finds_them(pieces: list[bytes], words: lis
     data = b"".join(pieces)
     expected = [list(samples._found(data, word)) for word in words]
     assert native().word_starts(data, words) == expected
+
+
+# What the zero-loss signal reads: the word and its near misses, quotes, blanks of a bytes
+# pattern and one it does not count (\x1c), separators, zeros and what may end or extend one.
+ZERO_PIECES = [b"loss", b"los", b"l", b"oss", b"s", b"Loss", b"'", b'"', b" ", b"\t", b"\x0b",
+               b"\x1c", b"\n", b":", b"=", b"0", b"00", b".", b"5", b"e", b"_", b",", b"|",
+               b"\xc3\xa9", b"x" * 17, b"loss=0.0\n", b"loss=0.5 "]
+
+
+@given(st.lists(st.sampled_from(ZERO_PIECES), max_size=80), st.integers(-5, 400))
+def test_zero_losses_are_found_where_the_pattern_finds_them(pieces: list[bytes],
+                                                            start: int) -> None:
+    """From any start, in blocks of sixteen places and across their ends, and at the end."""
+    data = b"".join(pieces)
+    assert native().zero_loss(data, start) == _zero_loss(data, max(start, 0))
 
 
 def test_an_empty_word_is_refused_not_searched_for_ever() -> None:

@@ -25,7 +25,7 @@ from trainmedic.catalogue.rules import Catalogue, Fingerprint
 from trainmedic.logs.reader import Chunk, char_offsets, decoded
 from trainmedic.logs.tracebacks import MARKERS
 from trainmedic.matching.python import Found, Matcher, signal_patterns
-from trainmedic.metrics.samples import POSITIONED, SIGNALS
+from trainmedic.metrics.samples import NATIVE_ZERO_LOSS, POSITIONED, SIGNALS, zero_loss
 from trainmedic.model import Hit
 from trainmedic.user_cache import cache_folder, forget_old, write_whole
 
@@ -146,7 +146,8 @@ class HyperscanMatcher(Matcher):
     The metric sampler's SIGNALS (compiled exactly, reported once each) and the traceback
     MARKERS ride in the same database, so a chunk is scanned once for everything. (The
     sampler's SCALE_WORDS, on every Megatron-LM step line, are not: a call into Python for each
-    cost more than finding them in C where a chunk holds the scale signal.)
+    cost more than finding them in C where a chunk holds the scale signal. Nor is the zero-loss
+    signal where the C loops find it: see `samples.zero_loss`.)
     """
 
     name = "hyperscan"
@@ -156,6 +157,8 @@ class HyperscanMatcher(Matcher):
 
         super().__init__(catalogue)
         signals = signal_patterns(catalogue)
+        if NATIVE_ZERO_LOSS:
+            del signals["zero-loss"]
         self._signal_names = list(signals)
         patterns = [p.fingerprint.pattern for p in self.patterns]
         patterns += signals.values()
@@ -232,6 +235,8 @@ class HyperscanMatcher(Matcher):
         if scratch is None:
             scratch = self._scratch[thread] = hyperscan.Scratch(self._database)
         self._database.scan(data, match_event_handler=found, scratch=scratch)
+        if NATIVE_ZERO_LOSS and zero_loss(data, 0) >= 0:
+            signals.add("zero-loss")
         hits, marks, metric_lines = self._confirmed(data, candidates, signals)
         return Found(hits, frozenset(signals), marks, metric_lines, sorted(positioned))
 
