@@ -5,8 +5,13 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from trainmedic.logs.prefixes import (
+    _CENSUS_MARKERS,
+    _FRAME,
+    _PASTE,
     FRAMES,
     PREFIXES,
     RELAYS,
@@ -140,6 +145,27 @@ def test_every_relay_reads_its_example(relay: Relay) -> None:
 ])
 def test_no_relay_is_invented(text: str) -> None:
     assert relayed_rank(text) is None
+
+
+# Every prefix at a line start: what the census read before it left out those that open with
+# a marker.
+EVERY_PREFIX = re.compile(f"\n(?:{_PASTE.pattern})?(?:{_FRAME.pattern})?(?:"
+                          + "|".join(p.pattern for p in PREFIXES) + ")")
+# What lines start with: each prefix's and frame's head, pastes, their pieces and look-alikes.
+HEADS = [*(p.example[: len(p.example) - len(parse_rank(p.example)[1])] or p.example[:30]
+           for p in PREFIXES),
+         *(f.example[: f.example.index("[rank3]")] for f in FRAMES),
+         "> ", "  ", "\t", "[rank", "[rank ", "[default", "[Rank ", "[Worker:", "]", "]:", ": ",
+         "1", "22", "x", "worker-1", "7: ", " 7: ", "[rank: ", "(", "\n"]
+
+
+@settings(max_examples=400)
+@given(st.lists(st.sampled_from(HEADS), max_size=30))
+@example(["22", ": ", "[rank", "1", "]:"])  # pdsh's prefix, not srun's label: rank 1 alone
+def test_the_census_counts_what_every_prefix_and_marker_name(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    prefixes = map("".join, EVERY_PREFIX.findall("\n" + text))
+    assert census(text) == set(map(int, {*_CENSUS_MARKERS.findall(text), *prefixes}))
 
 
 def test_census_reads_prefixes_only_at_line_starts() -> None:

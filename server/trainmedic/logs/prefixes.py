@@ -198,9 +198,14 @@ _PATH_RANK = (
 # Rank markers counted over whole chunks, to know which ranks exist even if they stayed quiet.
 # Each pattern starts with a literal, which the regex engine finds fast.
 _CENSUS_MARKERS = re.compile(r"\[(?:rank ?|default|Rank |Worker:)(\d{1,6})\]")
+# Then the launchers' prefixes at line starts, but for those that open with a marker, which
+# names their rank already: torchrun's `[default3]:` and `[rank3]:`, on every line of a torchrun
+# log, found twice cost a third of its census. No other prefix, frame or paste reads a line
+# that one of them opens, so the prefixes found are the same (a test compares).
+_MARKED = tuple(p for p in PREFIXES if _CENSUS_MARKERS.match(p.example))
 _CENSUS_PREFIXES = re.compile(
-    f"\n(?:{_PASTE.pattern})?(?:{_FRAME.pattern})?(?:" + "|".join(p.pattern for p in PREFIXES)
-    + ")")
+    f"\n(?:{_PASTE.pattern})?(?:{_FRAME.pattern})?(?:"
+    + "|".join(p.pattern for p in PREFIXES if p not in _MARKED) + ")")
 
 
 @lru_cache(maxsize=1 << 10)  # asked of every chunk and every failure line, of a few paths
