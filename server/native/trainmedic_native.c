@@ -490,6 +490,7 @@ static int zero_after_loss(const unsigned char *s, Py_ssize_t at, Py_ssize_t n)
     return at >= n || (!is_word(s[at]) && s[at] != '.');
 }
 
+#ifdef HAVE_SSE2
 static int lowest_bit(unsigned mask)
 {
 #if defined(_MSC_VER)
@@ -500,6 +501,7 @@ static int lowest_bit(unsigned mask)
     return __builtin_ctz(mask);
 #endif
 }
+#endif
 
 /* Where the first "loss" at or after `at` in s[0, n) starts, or -1. With SSE2 (every x86-64),
  * sixteen places at a time are tested for an l with an s three bytes on: a log printing its loss
