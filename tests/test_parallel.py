@@ -175,6 +175,29 @@ def test_a_slow_piece_holds_up_only_the_piece_given_with_it(
     assert sum(map(len, taken.values())) == -(-big_log.stat().st_size // CHUNK_BYTES)
 
 
+def test_workers_answer_on_descriptors_past_1024(big_log: Path) -> None:
+    """A process holding a thousand files (a folder of per-rank logs, an editor) still hears
+    its workers: select() refuses a descriptor numbered 1024 or more."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1200
+    if soft < wanted and (hard != resource.RLIM_INFINITY and hard < wanted):
+        pytest.skip(f"at most {hard} open files here")
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    held = []
+    try:
+        with open(os.devnull, "rb") as null:
+            while not held or held[-1] < 1100:
+                held.append(os.dup(null.fileno()))
+        assert answer([str(big_log)], 2) == answer([str(big_log)], 1)
+    finally:
+        for descriptor in held:
+            os.close(descriptor)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def _dies(path: str, first: int, stop: int | None, folder: str) -> str:
     """A worker killed mid-task, as the system's out-of-memory killer would."""
     os._exit(137)

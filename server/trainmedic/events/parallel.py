@@ -418,13 +418,18 @@ class _Forked:
                 worker.tasks.close()
 
     def wait(self) -> None:
-        """Read the answers of whichever workers answer next, and give them waiting pieces."""
+        """Read the answers of whichever workers answer next, and give them waiting pieces.
+        (`poll`, not `select`, which refuses a descriptor numbered 1024 or more.)"""
         import select
 
         busy = [worker for worker in self.workers if worker.given]
-        ready = [worker for worker in busy if b"\n" in worker.unread] or [
-            worker for worker in busy
-            if worker.answers in select.select([w.answers for w in busy], [], [])[0]]
+        ready = [worker for worker in busy if b"\n" in worker.unread]
+        if not ready:
+            poller = select.poll()
+            for worker in busy:
+                poller.register(worker.answers, select.POLLIN)
+            answered = {descriptor for descriptor, _ in poller.poll()}
+            ready = [worker for worker in busy if worker.answers in answered]
         for worker in ready:
             worker.read_answer()
         self._give()
