@@ -1,19 +1,13 @@
 """`python -m trainmedic` is the `trainmedic` command, whose entry point is `run`."""
 
-import gc
+from trainmedic import lasting
 
 
 def run() -> int:
-    """The command (`cli.script`), its modules imported without the cyclic collector and then
-    frozen: they live as long as the process and are no garbage, and collecting while they were
-    made ran ten times over them, 1.2 ms of a 200-line diagnosis."""
-    enabled = gc.isenabled()
-    gc.disable()
-    from trainmedic.cli import script
-
-    gc.freeze()
-    if enabled:
-        gc.enable()
+    """The command (`cli.script`), its modules imported as `lasting`: collecting while they
+    were made ran ten times over them, 1.2 ms of a 200-line diagnosis."""
+    with lasting():
+        from trainmedic.cli import script
     return script()
 
 

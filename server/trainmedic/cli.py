@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from trainmedic import __version__
+from trainmedic import __version__, lasting
 
 if TYPE_CHECKING:
     from trainmedic.catalogue.rules import Catalogue
@@ -408,16 +408,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_lsp(args: argparse.Namespace) -> int:
-    import gc
-
-    # Loading the LSP stack (the protocol's types above all) allocates what lives as long as
-    # the server: no collection walks it while it loads (one took a fifth of the start), and
-    # frozen, none walks it after.
-    gc.disable()
-    from trainmedic.lsp.server import serve  # the LSP stack loads only for this command
-
-    gc.freeze()
-    gc.enable()
+    # The LSP stack (the protocol's types above all) lives as long as the server: a collection
+    # while it loaded took a fifth of the start. It loads only for this command.
+    with lasting():
+        from trainmedic.lsp.server import serve
     return serve()
 
 
