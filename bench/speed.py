@@ -122,18 +122,13 @@ def throughput(rows: list[Row], repeat: int, folder: Path) -> None:
             commands = [rg(row.log), ours(row.log)]
             if row.own_shape:
                 commands.append(catalogue_rg(row.log, patterns_file))
-            found = best_of(commands, repeat)
-            (rg_s, rg_kb), (our_s, our_kb) = found[:2]
-            if row.own_shape:
-                print(f"{row.name:<34} {rg_s:6.2f} {our_s:7.2f} {rg_s / our_s:5.2f}x "
-                      f"{rg_kb / 1024:6.0f} {our_kb / 1024:8.0f}  <= 100 MB; the reference's "
-                      "ratio, no target")
-                cat_s, cat_kb = found[2]
+            (rg_s, rg_kb), (our_s, our_kb), *catalogue = best_of(commands, repeat)
+            target = "<= 100 MB; the reference's ratio, no target" if catalogue else row.target
+            print(f"{row.name:<34} {rg_s:6.2f} {our_s:7.2f} {rg_s / our_s:5.2f}x "
+                  f"{rg_kb / 1024:6.0f} {our_kb / 1024:8.0f}  {target}")
+            for cat_s, cat_kb in catalogue:
                 print(f"{'  against throughput.py rg -c -f':<34} {cat_s:6.2f} {our_s:7.2f} "
                       f"{cat_s / our_s:5.2f}x {cat_kb / 1024:6.0f} {'':>8}  {row.target}")
-            else:
-                print(f"{row.name:<34} {rg_s:6.2f} {our_s:7.2f} {rg_s / our_s:5.2f}x "
-                      f"{rg_kb / 1024:6.0f} {our_kb / 1024:8.0f}  {row.target}")
             print(f"{'':<34} answer: {answer(row.log)}{truth(row.log)}")
     finally:
         patterns_file.unlink(missing_ok=True)
